@@ -1,0 +1,45 @@
+# Three commands: `make lab` opens the series, `make test` runs everything CI runs,
+# `make bench` measures the speed claims. Each creates .venv and installs on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install lab test test-unit test-notebooks bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; \
+	  sys.exit(0 if (3, 10) <= v <= (3, 12) else f"rlkit needs Python 3.10-3.12, found {sys.version.split()[0]}. Fix: make PYTHON=python3.11 ...")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@# JupyterLab's jsonschema[format-nongpl] pulls rfc3987-syntax, which compiles a grammar at
+	@# import: +2.5 s to every `import ray`, so to every Ray worker start. jsonschema treats it as
+	@# optional (it only checks the "iri" string format), so we remove it.
+	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/
+
+# Unit tests, then every notebook top to bottom under nbval (assert cells must pass).
+test: $(STAMP)
+	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
+	  --nbval-cell-timeout=900 -p no:cacheprovider $(PYTEST_ARGS)
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests -p no:cacheprovider $(PYTEST_ARGS)
+
+test-notebooks: $(STAMP)
+	$(PY) -m pytest notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=900 \
+	  -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m benchmarks.run_all $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,134 @@
+"""A preallocated numpy ring buffer for off-policy transitions."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+#: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
+MAX_BUFFER_BYTES = 8 * 2**30
+
+
+class Batch(NamedTuple):
+    """A batch of ``B`` transitions, as numpy arrays.
+
+    Attributes:
+        obs: ``(B, obs_dim)`` float32 observations.
+        actions: ``(B,)`` int64 for discrete actions, ``(B, act_dim)`` float32 for continuous.
+        rewards: ``(B,)`` float32.
+        next_obs: ``(B, obs_dim)`` float32 observations after the step.
+        terminations: ``(B,)`` float32, 1.0 where the episode truly ended (a terminal state with
+            no future reward). A time-limit truncation is stored as 0.0: its target still
+            bootstraps from ``next_obs``.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    terminations: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+
+class ReplayBuffer:
+    """Fixed-capacity ring buffer: once full, each new transition overwrites the oldest.
+
+    Storage is allocated once, so ``add`` and ``sample`` never allocate per transition and
+    sampling is O(batch size), unlike indexing into a ``deque``.
+
+    Args:
+        capacity: Maximum number of transitions kept.
+        obs_dim: Size of a flat observation.
+        action_dim: ``None`` for a discrete action (stored as one int64); otherwise the size of
+            a continuous action vector (stored as float32).
+        seed: Seed of the buffer's own sampling RNG.
+    """
+
+    def __init__(self, capacity: int, obs_dim: int, action_dim: int | None = None,
+                 seed: int = 0) -> None:
+        if not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"capacity={capacity!r} must be a positive int. "
+                             "Fix: pass the number of transitions to keep, e.g. 50_000.")
+        if not isinstance(obs_dim, int) or obs_dim < 1:
+            raise ValueError(f"obs_dim={obs_dim!r} must be a positive int (the flat "
+                             "observation size).")
+        nbytes = self.estimate_bytes(capacity, obs_dim, action_dim)
+        if nbytes > MAX_BUFFER_BYTES:
+            raise ValueError(
+                f"capacity={capacity} would need {nbytes / 2**30:.1f} GiB of memory "
+                f"(limit {MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: lower the buffer capacity."
+            )
+        self.capacity = capacity
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        if action_dim is None:
+            self.actions = np.zeros((capacity,), dtype=np.int64)
+        else:
+            self.actions = np.zeros((capacity, action_dim), dtype=np.float32)
+        self.rewards = np.zeros((capacity,), dtype=np.float32)
+        self.terminations = np.zeros((capacity,), dtype=np.float32)
+        self.pos = 0  # index the next transition is written to
+        self.size = 0  # number of valid transitions
+        self.rng = np.random.default_rng(seed)
+
+    @staticmethod
+    def estimate_bytes(capacity: int, obs_dim: int, action_dim: int | None) -> int:
+        """Bytes the storage arrays of a buffer with these sizes would take."""
+        per_item = 4 * (2 * obs_dim + 2) + (8 if action_dim is None else 4 * action_dim)
+        return int(capacity) * per_item
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, obs: np.ndarray, action: int | np.ndarray, reward: float,
+            next_obs: np.ndarray, terminated: bool) -> None:
+        """Store one transition. ``terminated`` must be False for a time-limit truncation."""
+        i = self.pos
+        self.obs[i] = obs
+        self.actions[i] = action
+        self.rewards[i] = reward
+        self.next_obs[i] = next_obs
+        self.terminations[i] = float(terminated)
+        self.pos = (i + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def add_batch(self, batch: Batch) -> None:
+        """Store ``len(batch)`` transitions in order, wrapping around the end of the ring.
+
+        A batch larger than the capacity keeps only its last ``capacity`` transitions, exactly
+        as adding them one by one would.
+        """
+        n = len(batch)
+        if n == 0:
+            return
+        fields = [np.asarray(f) for f in batch]
+        if n > self.capacity:
+            fields = [f[n - self.capacity:] for f in fields]
+            n = self.capacity
+        idx = (self.pos + np.arange(n)) % self.capacity
+        for store, values in zip((self.obs, self.actions, self.rewards, self.next_obs,
+                                  self.terminations), fields):
+            store[idx] = values
+        self.pos = int((self.pos + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int) -> Batch:
+        """Draw ``batch_size`` transitions uniformly, with replacement.
+
+        Returns:
+            A :class:`Batch` of copies (the buffer may overwrite its rows afterwards).
+
+        Raises:
+            ValueError: if the buffer is empty.
+        """
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty ReplayBuffer. Fix: add transitions "
+                             "first (learning_starts must be at least the batch size).")
+        idx = self.rng.integers(0, self.size, size=batch_size)
+        return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
+                     self.terminations[idx])

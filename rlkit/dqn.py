@@ -1,0 +1,371 @@
+"""Deep Q-learning: config, exploration schedule, TD target, learner, single-process trainer."""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from rlkit.buffers import Batch, ReplayBuffer
+from rlkit.envs import check_env_id
+from rlkit.evaluation import evaluate_policy
+from rlkit.metrics import History
+from rlkit.networks import QNetwork
+from rlkit.rollout import EnvRunner
+
+
+def _fail(field: str, value: Any, rule: str, fix: str) -> None:
+    raise ValueError(f"{field}={value!r} {rule}. Fix: {fix}.")
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    """Settings of a DQN run. Invalid values raise ``ValueError`` naming the field and the fix.
+
+    The defaults are the tuned CartPole-v1 settings of notebook 01 (see its "Settings" cell).
+    """
+
+    env_id: str = "CartPole-v1"
+    seed: int = 0
+    total_steps: int = 100_000  # env-step budget; training stops earlier once solved
+    buffer_size: int = 50_000
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    gamma: float = 0.99
+    learning_starts: int = 1_000  # random-policy steps before the first update
+    train_every: int = 4  # env steps per gradient update (update-to-data ratio 1/4)
+    target_update_every: int = 250  # gradient updates between target-network syncs
+    tau: float = 1.0  # 1.0 = hard copy; < 1 = Polyak averaging at each sync
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    epsilon_decay_steps: int = 10_000
+    double_dqn: bool = True
+    huber: bool = True  # Huber (smooth L1) loss; False = mean squared error
+    max_grad_norm: float = 10.0
+    hidden: tuple[int, ...] = (128, 128)
+    eval_every: int = 5_000  # env steps between greedy evaluations
+    eval_episodes: int = 20
+    target_return: float | None = 475.0  # stop once a greedy eval reaches it; None = never
+    torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_env_id(self.env_id)
+        for name in ("total_steps", "buffer_size", "batch_size", "train_every",
+                     "target_update_every", "eval_every", "eval_episodes", "torch_threads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                _fail(name, value, "must be a positive int", f"set {name} to an int >= 1")
+        for name in ("seed", "learning_starts", "epsilon_decay_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                _fail(name, value, "must be an int >= 0", f"set {name} to an int >= 0")
+        if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
+            _fail("learning_rate", self.learning_rate, "must be a finite number > 0",
+                  "use a small positive step size such as 1e-3")
+        if not 0 <= self.gamma < 1:
+            _fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
+        if self.batch_size > self.buffer_size:
+            _fail("batch_size", self.batch_size,
+                  f"is larger than buffer_size={self.buffer_size}",
+                  "lower batch_size or raise buffer_size")
+        if self.learning_starts < self.batch_size:
+            _fail("learning_starts", self.learning_starts,
+                  f"is smaller than batch_size={self.batch_size}",
+                  "collect at least one batch of transitions before the first update")
+        if self.learning_starts >= self.total_steps:
+            _fail("learning_starts", self.learning_starts,
+                  f"is not below total_steps={self.total_steps}, so no update would ever run",
+                  "lower learning_starts or raise total_steps")
+        if not 0 < self.tau <= 1:
+            _fail("tau", self.tau, "must be in (0, 1]", "use 1.0 for a hard target copy")
+        for name in ("epsilon_start", "epsilon_end"):
+            if not 0 <= getattr(self, name) <= 1:
+                _fail(name, getattr(self, name), "must be a probability in [0, 1]",
+                      f"set {name} between 0 and 1")
+        if self.epsilon_end > self.epsilon_start:
+            _fail("epsilon_end", self.epsilon_end,
+                  f"is above epsilon_start={self.epsilon_start}",
+                  "exploration should decay: make epsilon_end <= epsilon_start")
+        if not (self.max_grad_norm > 0):
+            _fail("max_grad_norm", self.max_grad_norm, "must be > 0",
+                  "use e.g. 10.0 (or math.inf to turn clipping off)")
+        if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
+            _fail("hidden", self.hidden, "must be a non-empty tuple of positive ints",
+                  "use e.g. (128, 128)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
+    """Exploration rate after ``step`` env steps: ``start`` falling linearly to ``end``.
+
+    It reaches ``end`` at ``decay_steps`` and stays there (``decay_steps=0`` means ``end`` at once).
+    """
+    if decay_steps <= 0 or step >= decay_steps:
+        return end
+    return start + (end - start) * step / decay_steps
+
+
+def bootstrap_target(rewards: torch.Tensor, terminations: torch.Tensor,
+                     next_values: torch.Tensor, gamma: float) -> torch.Tensor:
+    """One-step TD target ``y = r + gamma * (1 - terminated) * V(s')``.
+
+    A truncated (time-limit) transition has ``terminated = 0`` and so still bootstraps:
+    the state it stopped in was not terminal, the episode was merely cut short.
+
+    Args:
+        rewards: ``(B,)``.
+        terminations: ``(B,)`` 1.0 for a true terminal transition, else 0.0.
+        next_values: ``(B,)`` value estimate of the next state.
+        gamma: Discount.
+
+    Returns:
+        ``(B,)`` targets.
+    """
+    return rewards + gamma * (1.0 - terminations) * next_values
+
+
+def dqn_targets(q: QNetwork, q_target: QNetwork, rewards: torch.Tensor,
+                next_obs: torch.Tensor, terminations: torch.Tensor, gamma: float,
+                double: bool) -> torch.Tensor:
+    """DQN targets for a batch, computed without gradient.
+
+    Plain DQN uses ``max_a Q_target(s', a)``. Double DQN picks the action with the online net
+    and evaluates it with the target net, ``Q_target(s', argmax_a Q(s', a))``, which reduces the
+    overestimation that taking a max over noisy estimates causes.
+
+    Args:
+        q, q_target: Online and target networks.
+        rewards: ``(B,)``; next_obs: ``(B, obs_dim)``; terminations: ``(B,)``.
+        gamma: Discount.
+        double: Use the Double-DQN action selection.
+
+    Returns:
+        ``(B,)`` targets.
+    """
+    with torch.no_grad():
+        next_q_target = q_target(next_obs)  # (B, n_actions)
+        if double:
+            best = q(next_obs).argmax(dim=1, keepdim=True)  # (B, 1)
+            next_values = next_q_target.gather(1, best).squeeze(1)
+        else:
+            next_values = next_q_target.max(dim=1).values
+        return bootstrap_target(rewards, terminations, next_values, gamma)
+
+
+def _make_adam(params: Any, lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel where this torch build supports it (faster for small MLPs)."""
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(params, lr=lr)
+
+
+class DQNLearner:
+    """Holds the online and target Q-networks and the optimiser; one ``update`` per batch.
+
+    Args:
+        obs_dim: Observation size.
+        n_actions: Number of discrete actions.
+        config: The run's :class:`DQNConfig`.
+        device: Torch device for the networks and updates.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, config: DQNConfig,
+                 device: str | torch.device = "cpu") -> None:
+        self.config = config
+        self.device = torch.device(device)
+        self.q = QNetwork(obs_dim, n_actions, config.hidden).to(self.device)
+        self.q_target = copy.deepcopy(self.q)  # starts equal to the online network
+        self.q_target.requires_grad_(False)
+        self.optimizer = _make_adam(self.q.parameters(), config.learning_rate)
+        self.updates = 0
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        """One gradient step on ``batch``; syncs the target net every ``target_update_every``.
+
+        Returns:
+            ``{"loss", "q_mean", "grad_norm"}`` as floats.
+
+        Raises:
+            FloatingPointError: if the loss is not finite (the weights are left unchanged).
+        """
+        cfg = self.config
+        dev = self.device
+        obs = torch.as_tensor(batch.obs, device=dev)
+        actions = torch.as_tensor(batch.actions, device=dev).long()
+        rewards = torch.as_tensor(batch.rewards, device=dev)
+        next_obs = torch.as_tensor(batch.next_obs, device=dev)
+        terms = torch.as_tensor(batch.terminations, device=dev)
+
+        targets = dqn_targets(self.q, self.q_target, rewards, next_obs, terms, cfg.gamma,
+                              cfg.double_dqn)
+        q_taken = self.q(obs).gather(1, actions.unsqueeze(1)).squeeze(1)  # (B,)
+        loss = F.smooth_l1_loss(q_taken, targets) if cfg.huber else F.mse_loss(q_taken, targets)
+        loss_value = float(loss.item())
+        if not math.isfinite(loss_value):
+            raise FloatingPointError(
+                f"DQN loss became {loss_value} at update {self.updates} "
+                f"(q_mean={float(q_taken.detach().mean()):.3g}). Fix: lower learning_rate or check the "
+                f"rewards for inf/NaN.")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.q.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
+        if self.updates % cfg.target_update_every == 0:
+            self.sync_target()
+        return {"loss": loss_value, "q_mean": float(q_taken.mean().item()),
+                "grad_norm": float(grad_norm.item())}
+
+    @torch.no_grad()
+    def sync_target(self) -> None:
+        """``target <- tau * online + (1 - tau) * target`` (a plain copy when ``tau == 1``)."""
+        tau = self.config.tau
+        for p_t, p in zip(self.q_target.parameters(), self.q.parameters()):
+            if tau >= 1.0:
+                p_t.copy_(p)
+            else:
+                p_t.lerp_(p, tau)
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The online network's weights as numpy arrays (cheap to ship between processes)."""
+        return {k: v.detach().cpu().numpy().copy() for k, v in self.q.state_dict().items()}
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Load online weights and copy them into the target network too."""
+        self.q.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        self.q_target.load_state_dict(self.q.state_dict())
+
+
+def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
+                          epsilon: Callable[[], float]) -> Callable[[np.ndarray], int]:
+    """A one-observation policy: a random action with probability ``epsilon()``, else greedy.
+
+    Args:
+        q: Q-network used for the greedy choice.
+        n_actions: Number of actions.
+        rng: Source of the exploration randomness.
+        epsilon: Called at every step for the current exploration rate.
+    """
+
+    def act(obs: np.ndarray) -> int:
+        if rng.random() < epsilon():
+            return int(rng.integers(n_actions))
+        with torch.inference_mode():
+            return int(q(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(0)).argmax())
+
+    return act
+
+
+def greedy_batch_policy(q: QNetwork) -> Callable[[np.ndarray], np.ndarray]:
+    """``(N, obs_dim)`` observations -> ``(N,)`` greedy actions, for :func:`evaluate_policy`."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return q(torch.as_tensor(obs, dtype=torch.float32)).argmax(dim=1).numpy()
+
+    return act
+
+
+def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
+    """First episode seed of evaluation ``eval_index``: fresh start states every time, disjoint
+    from the training seeds."""
+    return 1_000_000 + 10_000 * config_seed + eval_index * episodes
+
+
+@dataclass
+class DQNResult:
+    """What :func:`train_dqn` returns.
+
+    Attributes:
+        learner: The trained learner (``learner.q`` is the policy network).
+        history: The run's :class:`History`.
+        solved: Whether a greedy evaluation reached ``config.target_return``.
+        eval_return: Mean return of the last greedy evaluation.
+        env_steps: Env steps taken.
+        wall_seconds: Training wall-clock time, evaluations included.
+    """
+
+    learner: DQNLearner
+    history: History
+    solved: bool
+    eval_return: float
+    env_steps: int
+    wall_seconds: float
+
+
+def train_dqn(config: DQNConfig, progress: bool = False) -> DQNResult:
+    """Train DQN in one process: act, store, update every ``train_every`` steps, evaluate.
+
+    Training stops at ``config.total_steps`` env steps, or earlier at the first greedy
+    evaluation (``config.eval_episodes`` episodes, epsilon 0) whose mean return reaches
+    ``config.target_return``. With the same config the run is bit-reproducible.
+
+    Args:
+        config: The run's settings.
+        progress: Show a tqdm progress bar.
+    """
+    torch.set_num_threads(config.torch_threads)
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    runner = EnvRunner(config.env_id, config.seed, "discrete", "DQN")
+    learner = DQNLearner(runner.obs_dim, runner.action_dim, config)
+    buffer = ReplayBuffer(config.buffer_size, runner.obs_dim, None, seed=config.seed + 1)
+    history = History()
+
+    step = 0
+    epsilon = lambda: linear_epsilon(step, config.epsilon_start, config.epsilon_end,  # noqa: E731
+                                     config.epsilon_decay_steps)
+    policy = epsilon_greedy_policy(learner.q, runner.action_dim, rng, epsilon)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=config.total_steps, unit="step", desc="DQN")
+    losses: list[float] = []
+    solved = False
+    eval_return = math.nan
+    start = time.perf_counter()
+    try:
+        while step < config.total_steps and not solved:
+            n = min(config.train_every, config.total_steps - step)
+            fragment = runner.run(n, policy)
+            buffer.add_batch(fragment.batch)
+            step += n
+            now = time.perf_counter() - start
+            for ret in fragment.episode_returns:
+                history.log_episode(step, now, ret)
+            if step >= config.learning_starts:
+                losses.append(learner.update(buffer.sample(config.batch_size))["loss"])
+            if step % 1000 < n and losses:
+                history.log_loss(step, float(np.mean(losses)))
+                losses.clear()
+            if step % config.eval_every < n or step >= config.total_steps:
+                index = len(history.eval_steps)
+                returns = evaluate_policy(greedy_batch_policy(learner.q), config.env_id,
+                                          config.eval_episodes,
+                                          eval_seed(config.seed, index, config.eval_episodes))
+                eval_return = float(returns.mean())
+                history.log_eval(step, time.perf_counter() - start, eval_return,
+                                 float(returns.std()))
+                solved = config.target_return is not None and eval_return >= config.target_return
+            if bar is not None:
+                bar.update(n)
+                if step % 1000 < n:
+                    bar.set_postfix(eps=f"{epsilon():.2f}", ret=f"{history.recent_return():.0f}",
+                                    eval=f"{eval_return:.0f}")
+    finally:
+        if bar is not None:
+            bar.close()
+        runner.close()
+    if losses:
+        history.log_loss(step, float(np.mean(losses)))
+    return DQNResult(learner, history, solved, eval_return, step, time.perf_counter() - start)

@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+
+from rlkit.envs import make_env, space_dims
+from rlkit.evaluation import evaluate_policy
+from rlkit.rollout import EnvRunner
+
+
+def test_make_env_seeds_reproducibly():
+    a, b = make_env("CartPole-v1", 3), make_env("CartPole-v1", 3)
+    oa, _ = a.reset(seed=3)
+    ob, _ = b.reset(seed=3)
+    np.testing.assert_array_equal(oa, ob)
+    assert a.action_space.sample() == b.action_space.sample()
+    assert space_dims(a) == (4, 2)
+
+
+def test_dqn_refuses_continuous_actions():
+    with pytest.raises(ValueError, match="DQN needs a discrete action space.*Pendulum-v1"):
+        make_env("Pendulum-v1", 0, "discrete", "DQN")
+
+
+def test_sac_refuses_discrete_actions():
+    with pytest.raises(ValueError, match="SAC needs a continuous"):
+        make_env("CartPole-v1", 0, "continuous", "SAC")
+
+
+def test_unknown_env_id_is_named():
+    with pytest.raises(ValueError, match="env_id='CartPole-v9'.*registered"):
+        make_env("CartPole-v9", 0)
+
+
+def test_runner_marks_truncation_as_not_terminal():
+    # Pendulum never terminates; its TimeLimit truncates every episode at 200 steps.
+    runner = EnvRunner("Pendulum-v1", 0, "continuous")
+    frag = runner.run(450, lambda obs: np.zeros(1, dtype=np.float32))
+    assert frag.batch.terminations.sum() == 0.0
+    assert frag.episode_lengths == [200, 200]
+    # the stored next_obs at the cut is the real last state, not the reset observation
+    assert not np.allclose(frag.batch.next_obs[199], frag.batch.obs[200])
+    np.testing.assert_allclose(frag.batch.next_obs[:199], frag.batch.obs[1:200])
+
+
+def test_runner_marks_termination_as_terminal():
+    runner = EnvRunner("CartPole-v1", 0, "discrete")
+    frag = runner.run(200, lambda obs: 0)  # always push left: the pole falls in ~10 steps
+    ends = np.flatnonzero(frag.batch.terminations)
+    assert len(ends) == len(frag.episode_lengths) >= 5
+    assert np.diff(np.concatenate([[-1], ends])).tolist() == frag.episode_lengths[:len(ends)]
+    assert sum(frag.episode_returns) == pytest.approx(sum(frag.episode_lengths))
+
+
+def test_evaluate_policy_runs_full_episodes():
+    returns = evaluate_policy(lambda obs: np.zeros(len(obs), dtype=np.int64), "CartPole-v1",
+                              episodes=5, seed=10)
+    assert returns.shape == (5,)
+    assert ((returns >= 8) & (returns < 20)).all()  # pushing left only fails fast
