@@ -35,21 +35,21 @@ class DQNConfig:
     env_id: str = "CartPole-v1"
     seed: int = 0
     total_steps: int = 100_000  # env-step budget; training stops earlier once solved
-    buffer_size: int = 50_000
-    batch_size: int = 128
-    learning_rate: float = 1e-3
+    buffer_size: int = 100_000
+    batch_size: int = 64
+    learning_rate: float = 2.3e-3
     gamma: float = 0.99
     learning_starts: int = 1_000  # random-policy steps before the first update
-    train_every: int = 4  # env steps per gradient update (update-to-data ratio 1/4)
-    target_update_every: int = 250  # gradient updates between target-network syncs
+    train_every: int = 2  # env steps per gradient update (update-to-data ratio 1/2)
+    target_update_every: int = 128  # gradient updates between target-network syncs
     tau: float = 1.0  # 1.0 = hard copy; < 1 = Polyak averaging at each sync
     epsilon_start: float = 1.0
-    epsilon_end: float = 0.05
-    epsilon_decay_steps: int = 10_000
+    epsilon_end: float = 0.04
+    epsilon_decay_steps: int = 8_000
     double_dqn: bool = True
     huber: bool = True  # Huber (smooth L1) loss; False = mean squared error
     max_grad_norm: float = 10.0
-    hidden: tuple[int, ...] = (128, 128)
+    hidden: tuple[int, ...] = (256, 256)
     eval_every: int = 5_000  # env steps between greedy evaluations
     eval_episodes: int = 20
     target_return: float | None = 475.0  # stop once a greedy eval reaches it; None = never
