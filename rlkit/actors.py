@@ -24,7 +24,7 @@ import torch
 from rlkit.buffers import Batch, ReplayBuffer
 from rlkit.dqn import DQNConfig, DQNLearner, epsilon_greedy_policy, greedy_batch_policy
 from rlkit.evaluation import evaluate_policy
-from rlkit.networks import QNetwork
+from rlkit.networks import QNetwork, load_numpy_weights
 from rlkit.rollout import EnvRunner
 
 Weights = dict[str, np.ndarray]
@@ -83,16 +83,17 @@ class DQNRolloutWorker:
     Args:
         config: The run's DQN config (env id, network shape, seed).
         worker_index: ``i``; the worker seeds its env and RNG with ``config.seed + 1000 * (i+1)``
-            so that workers never share a random stream.
+            (plus ``100_000 * restart`` after a restart) so workers never share a random stream.
         parameter_server: A :class:`ParameterServer` or a Ray handle to one, or ``None``
             (then weights come only through :meth:`set_weights`).
+        restart: How many times this worker index has been restarted.
     """
 
-    def __init__(self, config: DQNConfig, worker_index: int, parameter_server: Any = None
-                 ) -> None:
+    def __init__(self, config: DQNConfig, worker_index: int, parameter_server: Any = None,
+                 restart: int = 0) -> None:
         torch.set_num_threads(1)
         self.index = worker_index
-        seed = config.seed + 1000 * (worker_index + 1)
+        seed = config.seed + 1000 * (worker_index + 1) + 100_000 * restart
         torch.manual_seed(seed)
         self.runner = EnvRunner(config.env_id, seed, "discrete", "DQN")
         self.q = QNetwork(self.runner.obs_dim, self.runner.action_dim, config.hidden)
@@ -105,7 +106,7 @@ class DQNRolloutWorker:
         self.version = 0
 
     def set_weights(self, weights: Weights, version: int) -> None:
-        self.q.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        load_numpy_weights(self.q, weights)
         self.version = version
 
     def sync_weights(self) -> None:
@@ -202,6 +203,9 @@ class DQNLearnerWorker:
     def get_weights(self) -> Weights:
         return self.learner.get_weights()
 
+    def num_updates(self) -> int:
+        return self.learner.updates
+
 
 class DQNEvaluator:
     """Runs greedy episodes with given weights, in its own process."""
@@ -213,5 +217,5 @@ class DQNEvaluator:
 
     def evaluate(self, weights: Weights, episodes: int, seed: int) -> np.ndarray:
         """``(episodes,)`` greedy returns of the network with ``weights``."""
-        self.q.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        load_numpy_weights(self.q, weights)
         return evaluate_policy(greedy_batch_policy(self.q), self.config.env_id, episodes, seed)

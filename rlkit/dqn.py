@@ -17,7 +17,7 @@ from rlkit.buffers import Batch, ReplayBuffer
 from rlkit.envs import check_env_id
 from rlkit.evaluation import evaluate_policy
 from rlkit.metrics import History
-from rlkit.networks import QNetwork
+from rlkit.networks import QNetwork, load_numpy_weights
 from rlkit.rollout import EnvRunner
 
 
@@ -242,7 +242,7 @@ class DQNLearner:
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load online weights and copy them into the target network too."""
-        self.q.load_state_dict({k: torch.as_tensor(v) for k, v in weights.items()})
+        load_numpy_weights(self.q, weights)
         self.q_target.load_state_dict(self.q.state_dict())
 
 
@@ -343,7 +343,7 @@ def train_dqn(config: DQNConfig, progress: bool = False) -> DQNResult:
             now = time.perf_counter() - start
             for ret in fragment.episode_returns:
                 history.log_episode(step, now, ret)
-            if step >= config.learning_starts:
+            if step > config.learning_starts:
                 losses.append(learner.update(buffer.sample(config.batch_size))["loss"])
             if step % 1000 < n and losses:
                 history.log_loss(step, float(np.mean(losses)))

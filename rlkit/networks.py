@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -53,3 +54,12 @@ class QNetwork(nn.Module):
     def greedy_actions(self, obs: torch.Tensor) -> torch.Tensor:
         """``(B, obs_dim)`` -> ``(B,)`` int64 index of the largest Q-value."""
         return self.forward(obs).argmax(dim=1)
+
+
+def load_numpy_weights(module: nn.Module, weights: dict[str, np.ndarray]) -> None:
+    """Load a ``{name: numpy array}`` state dict (the form weights travel in between processes).
+
+    Arrays fetched from Ray's object store are read-only views; ``torch.tensor`` copies them
+    (a few hundred KB here) so torch never holds a tensor on memory it may not write.
+    """
+    module.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})

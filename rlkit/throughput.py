@@ -1,0 +1,142 @@
+"""Rollout throughput: the naive per-step Ray design against the batched one, learner off.
+
+Both designs do the same work per env step: a Q-network forward pass for an epsilon-greedy
+action, one environment step, and delivery of the transition to a replay-buffer actor. They
+differ only in how often they talk to other processes:
+
+* naive (the seed blog's design): one ``buffer.add.remote(...)`` per env step, and the
+  latest weights fetched from the parameter server at every episode start;
+* batched (rlkit's design): ``fragment_steps`` steps per call, delivered as one array batch, and
+  weights fetched only when the parameter server's version changed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlkit.actors import DQNRolloutWorker, ParameterServer
+from rlkit.buffers import ReplayBuffer
+from rlkit.dqn import DQNConfig, DQNLearner, epsilon_greedy_policy
+from rlkit.envs import make_env, space_dims
+from rlkit.networks import QNetwork, load_numpy_weights
+
+EPSILON = 0.1  # exploration rate used while measuring (a forward pass on 90% of steps)
+
+
+class NaiveRolloutWorker:
+    """The seed design: every transition is its own remote call to the buffer actor."""
+
+    def __init__(self, config: DQNConfig, worker_index: int, parameter_server: Any,
+                 buffer: Any) -> None:
+        torch.set_num_threads(1)
+        seed = config.seed + 1000 * (worker_index + 1)
+        self.env = make_env(config.env_id, seed, "discrete", "DQN")
+        obs_dim, n_actions = space_dims(self.env)
+        self.q = QNetwork(obs_dim, n_actions, config.hidden)
+        self.policy = epsilon_greedy_policy(self.q, n_actions, np.random.default_rng(seed),
+                                            lambda: EPSILON)
+        self.ps, self.buffer = parameter_server, buffer
+
+    def run_for(self, seconds: float) -> int:
+        """Step for ``seconds`` of wall time; return the number of env steps taken."""
+        import ray
+
+        steps, deadline = 0, time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            version, payload = ray.get(self.ps.get_if_newer.remote(0))  # weights every episode
+            load_numpy_weights(self.q, ray.get(payload[0]))
+            obs, _ = self.env.reset()
+            done = False
+            while not done and time.perf_counter() < deadline:
+                action = self.policy(obs)
+                next_obs, reward, terminated, truncated, _ = self.env.step(action)
+                self.buffer.add.remote(obs, action, reward, next_obs, terminated)  # per step!
+                obs, done, steps = next_obs, terminated or truncated, steps + 1
+        ray.get(self.buffer.__len__.remote())  # wait until every add has been delivered
+        return steps
+
+
+def _cluster(config: DQNConfig, num_workers: int) -> tuple[Any, Any, float]:
+    """A parameter server holding version-1 weights, a buffer actor, and the per-worker CPUs."""
+    import ray
+
+    from rlkit.parallel import plan_resources
+
+    probe = make_env(config.env_id, config.seed)
+    obs_dim, n_actions = space_dims(probe)
+    probe.close()
+    ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
+    weights = DQNLearner(obs_dim, n_actions, config).get_weights()
+    ray.get(ps.publish.remote([ray.put(weights)]))
+    buffer = ray.remote(ReplayBuffer).options(num_cpus=0).remote(100_000, obs_dim)
+    cpus = plan_resources(num_workers, ray.cluster_resources()["CPU"]).worker_cpus
+    return ps, buffer, cpus
+
+
+def naive_rollout_throughput(config: DQNConfig, seconds: float = 5.0) -> float:
+    """Env steps per second of one naive worker (one remote call per step)."""
+    import ray
+
+    ps, buffer, cpus = _cluster(config, 1)
+    worker = ray.remote(NaiveRolloutWorker).options(num_cpus=cpus).remote(config, 0, ps, buffer)
+    try:
+        ray.get(worker.run_for.remote(0.2))  # warm-up: process start, first imports
+        start = time.perf_counter()
+        steps = ray.get(worker.run_for.remote(seconds))
+        return steps / (time.perf_counter() - start)
+    finally:
+        for handle in (worker, buffer, ps):
+            ray.kill(handle, no_restart=True)
+
+
+def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds: float = 5.0,
+                               fragment_steps: int = 500) -> float:
+    """Env steps per second of ``num_workers`` batched workers feeding one buffer actor.
+
+    Each worker collects ``fragment_steps`` steps per call; the driver hands each fragment's
+    reference to the buffer actor (``add_batch``) and relaunches the worker at once.
+    """
+    import ray
+
+    ps, buffer, cpus = _cluster(config, num_workers)
+    workers = [ray.remote(DQNRolloutWorker).options(num_cpus=cpus).remote(config, i, ps)
+               for i in range(num_workers)]
+    try:
+        ray.get([w.collect.options(num_returns=2).remote(10, EPSILON)[1] for w in workers])
+        steps, adds, pending = 0, [], {}
+
+        def launch(i: int) -> None:
+            batch_ref, stats_ref = workers[i].collect.options(num_returns=2).remote(
+                fragment_steps, EPSILON)
+            pending[stats_ref] = (i, batch_ref)
+
+        start = time.perf_counter()
+        for i in range(num_workers):
+            launch(i)
+        while pending:
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            i, batch_ref = pending.pop(ref)
+            steps += ray.get(ref).num_steps
+            adds.append(buffer.add_batch.remote(batch_ref))
+            if time.perf_counter() - start < seconds:
+                launch(i)
+        ray.get(adds)  # every fragment delivered to the buffer
+        return steps / (time.perf_counter() - start)
+    finally:
+        for handle in [*workers, buffer, ps]:
+            ray.kill(handle, no_restart=True)
+
+
+def single_process_throughput(config: DQNConfig, seconds: float = 3.0) -> float:
+    """Env steps per second of the same epsilon-greedy loop in this process, no Ray: the
+    ceiling one worker could reach if inter-process communication were free."""
+    worker = DQNRolloutWorker(config, 0)
+    worker.collect(10, EPSILON)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        steps += worker.collect(500, EPSILON)[1].num_steps
+    return steps / (time.perf_counter() - start)

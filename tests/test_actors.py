@@ -1,0 +1,89 @@
+"""The distributed roles as plain classes, no Ray."""
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit.actors import DQNEvaluator, DQNLearnerWorker, DQNRolloutWorker, ParameterServer
+from rlkit.dqn import DQNConfig, train_dqn
+from rlkit.parallel import plan_resources, updates_due
+
+CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=100, total_steps=2000)
+
+
+def test_parameter_server_versions():
+    ps = ParameterServer()
+    assert ps.get_version() == 0 and ps.get_if_newer(0) is None
+    assert ps.publish({"w": 1}) == 1
+    assert ps.get_if_newer(0) == (1, {"w": 1})
+    assert ps.get_if_newer(1) is None  # nothing new: the worker keeps its weights
+    assert ps.publish({"w": 2}) == 2 and ps.get_if_newer(1) == (2, {"w": 2})
+
+
+def test_rollout_worker_fragment_shapes_and_weight_sync():
+    ps = ParameterServer()
+    learner = DQNLearnerWorker(CFG, 4, 2, ps, publish_every=5)
+    worker = DQNRolloutWorker(CFG, 0, ps)
+    batch, stats = worker.collect(64, epsilon=0.5)
+    assert stats.weights_version == 0  # nothing published yet
+    assert batch.obs.shape == (64, 4) and batch.obs.dtype == np.float32
+    assert batch.actions.shape == (64,) and batch.actions.dtype == np.int64
+    assert set(batch.actions.tolist()) <= {0, 1}
+    assert batch.rewards.shape == batch.terminations.shape == (64,)
+    assert stats.num_steps == 64 and stats.worker_index == 0
+    assert learner.publish() == 1
+    _, stats = worker.collect(8, epsilon=0.0)
+    assert stats.weights_version == 1
+    for (k, v), p in zip(learner.get_weights().items(), worker.q.state_dict().values()):
+        np.testing.assert_array_equal(v, p.numpy())
+
+
+def test_workers_have_different_random_streams():
+    a, b = DQNRolloutWorker(CFG, 0), DQNRolloutWorker(CFG, 1)
+    assert not np.array_equal(a.collect(50, 1.0)[0].obs, b.collect(50, 1.0)[0].obs)
+    # a restarted worker gets a fresh stream too, not a replay of the dead one's
+    c = DQNRolloutWorker(CFG, 0, restart=1)
+    assert not np.array_equal(DQNRolloutWorker(CFG, 0).collect(50, 1.0)[0].obs,
+                              c.collect(50, 1.0)[0].obs)
+
+
+def test_learner_trains_as_told_and_publishes_every_k_updates():
+    ps = ParameterServer()
+    learner = DQNLearnerWorker(CFG, 4, 2, ps, publish_every=5)
+    batch, _ = DQNRolloutWorker(CFG, 0).collect(200, 1.0)
+    metrics = learner.add_and_train(batch, 0)
+    assert metrics["updates"] == 0 and metrics["buffer_size"] == 200 and np.isnan(metrics["loss"])
+    metrics = learner.add_and_train(batch, 12)
+    assert metrics["updates"] == 12 and np.isfinite(metrics["loss"])
+    assert ps.get_version() == 2  # published after updates 5 and 10
+
+
+@pytest.mark.parametrize("steps, due", [(0, 0), (100, 0), (101, 0), (102, 1), (1100, 500)])
+def test_rate_limiter_arithmetic(steps, due):
+    assert updates_due(steps, learning_starts=100, train_every=2) == due
+
+
+def test_single_process_does_the_updates_the_rate_limiter_allows():
+    cfg = DQNConfig(total_steps=600, learning_starts=200, batch_size=32, eval_every=600,
+                    eval_episodes=1, target_return=None, hidden=(32, 32))
+    result = train_dqn(cfg)
+    assert result.learner.updates == updates_due(600, 200, cfg.train_every) == 200
+
+
+def test_evaluator_returns_one_return_per_episode():
+    learner = DQNLearnerWorker(CFG, 4, 2)
+    returns = DQNEvaluator(CFG, 4, 2).evaluate(learner.get_weights(), episodes=3, seed=0)
+    assert returns.shape == (3,) and (returns >= 1).all()
+
+
+def test_resource_plan_fits_the_machine():
+    two = plan_resources(2, 2.0)
+    assert two.learner_cpus + 2 * two.worker_cpus <= 2.0 and two.worker_cpus == 0.5
+    four = plan_resources(4, 2.0)
+    assert four.learner_cpus + 4 * four.worker_cpus <= 2.0
+    big = plan_resources(4, 16.0)
+    assert big.worker_cpus == 1.0 and big.learner_cpus == 1.0
+    with pytest.raises(ValueError, match="num_workers=100 is too many"):
+        plan_resources(100, 2.0)
+    with pytest.raises(ValueError, match="num_workers=0"):
+        plan_resources(0, 2.0)

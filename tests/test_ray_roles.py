@@ -1,0 +1,110 @@
+"""The same roles under a real local Ray cluster (2 CPUs, no dashboard), and the driver."""
+
+import dataclasses
+
+import numpy as np
+import psutil
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from rlkit.actors import DQNLearnerWorker, DQNRolloutWorker, ParameterServer  # noqa: E402
+from rlkit.dqn import DQNConfig  # noqa: E402
+from rlkit.parallel import train_dqn_ray, updates_due  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps=3000,
+                eval_every=1000, eval_episodes=2, target_return=None)
+
+
+def _our_ray_processes():
+    names = ("raylet", "gcs_server", "ray::")
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(n in text for n in names):
+            found.append(text[:80])
+    return found
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    assert not ray.is_initialized()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_roles_as_ray_actors(ray_cluster):
+    ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
+    learner = ray.remote(DQNLearnerWorker).options(num_cpus=1).remote(CFG, 4, 2, ps, 5, True)
+    worker = ray.remote(DQNRolloutWorker).options(num_cpus=0.5).remote(CFG, 0, ps)
+    try:
+        assert ray.get(learner.publish.remote()) == 1
+        batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(300, 1.0)
+        stats = ray.get(stats_ref)
+        assert stats.num_steps == 300 and stats.weights_version == 1
+        # the batch reference goes straight to the learner; the driver never fetches it
+        metrics = ray.get(learner.add_and_train.remote(batch_ref, 10))
+        assert metrics["updates"] == 10 and metrics["buffer_size"] == 300
+        assert ray.get(ps.get_version.remote()) == 3  # 1 + publications after updates 5, 10
+        _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
+        assert ray.get(stats_ref).weights_version == 3
+        # the payload is one object in the store, the same one every worker fetches
+        version, payload = ray.get(ps.get_if_newer.remote(0))
+        assert isinstance(payload, list) and isinstance(payload[0], ray.ObjectRef)
+        weights = ray.get(payload[0])
+        assert all(isinstance(v, np.ndarray) for v in weights.values())
+    finally:
+        for a in (ps, learner, worker):
+            ray.kill(a)
+
+
+def test_train_dqn_ray_short_run_holds_the_update_ratio(ray_cluster):
+    result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100)
+    assert result.env_steps == 3000
+    assert result.updates == updates_due(3000, CFG.learning_starts, CFG.train_every)
+    assert len(result.history.episode_returns) > 10
+    assert result.history.eval_steps and result.history.eval_steps[-1] == 3000
+    assert np.isfinite(result.history.losses).all() and result.worker_restarts == 0
+
+
+def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
+    result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100, kill_worker_at_step=1000)
+    assert result.worker_restarts == 1
+    assert any("worker 0 failed" in e and "restarted" in e for e in result.history.events)
+    assert result.env_steps == 3000  # the lost fragment was collected again
+    assert result.updates == updates_due(3000, CFG.learning_starts, CFG.train_every)
+
+
+def _actor_processes(*class_names):
+    """Live processes of our actor classes (Ray names an actor's process ray::ClassName)."""
+    return [t for t in _our_ray_processes() if any(c in t for c in class_names)]
+
+
+def test_driver_leaves_no_actor_behind(ray_cluster):
+    import time
+
+    train_dqn_ray(dataclasses.replace(CFG, total_steps=1000), num_workers=1)
+    roles = ("DQNRolloutWorker", "DQNLearnerWorker", "DQNEvaluator", "ParameterServer")
+    for _ in range(50):
+        if not _actor_processes(*roles):
+            break
+        time.sleep(0.2)
+    assert _actor_processes(*roles) == []
+
+
+def test_zz_no_ray_process_left_after_shutdown(ray_cluster):
+    ray.shutdown()
+    import time
+
+    for _ in range(50):
+        left = _our_ray_processes()
+        if not left:
+            break
+        time.sleep(0.2)
+    assert left == [], f"Ray processes still running after ray.shutdown(): {left}"
