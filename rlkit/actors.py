@@ -25,36 +25,10 @@ from rlkit.buffers import Batch, ReplayBuffer
 from rlkit.dqn import DQNConfig, DQNLearner, epsilon_greedy_policy, greedy_batch_policy
 from rlkit.evaluation import evaluate_policy
 from rlkit.networks import QNetwork, load_numpy_weights
+from rlkit.parameter_server import ParameterServer
 from rlkit.rollout import EnvRunner
 
 Weights = dict[str, np.ndarray]
-
-
-class ParameterServer:
-    """Holds the newest policy weights under an increasing version number.
-
-    Under Ray the learner stores the weights in the object store once per version
-    (``ray.put``) and hands the server the reference wrapped in a list (a bare reference
-    passed to an actor method would be fetched; one inside a list is kept as a reference), so
-    the server never copies the arrays and every worker fetches the same stored object.
-    """
-
-    def __init__(self) -> None:
-        self.version = 0
-        self.payload: Any = None
-
-    def publish(self, payload: Any) -> int:
-        """Store ``payload`` (weights, or ``[ObjectRef]``) as the next version; return it."""
-        self.version += 1
-        self.payload = payload
-        return self.version
-
-    def get_version(self) -> int:
-        return self.version
-
-    def get_if_newer(self, version: int) -> tuple[int, Any] | None:
-        """``(version, payload)`` if the server holds a version newer than ``version``."""
-        return (self.version, self.payload) if self.version > version else None
 
 
 @dataclass
@@ -87,15 +61,16 @@ class DQNRolloutWorker:
         parameter_server: A :class:`ParameterServer` or a Ray handle to one, or ``None``
             (then weights come only through :meth:`set_weights`).
         restart: How many times this worker index has been restarted.
+        num_envs: Environments the worker steps in lockstep (one forward pass for all).
     """
 
     def __init__(self, config: DQNConfig, worker_index: int, parameter_server: Any = None,
-                 restart: int = 0) -> None:
+                 restart: int = 0, num_envs: int = 1) -> None:
         torch.set_num_threads(1)
         self.index = worker_index
         seed = config.seed + 1000 * (worker_index + 1) + 100_000 * restart
         torch.manual_seed(seed)
-        self.runner = EnvRunner(config.env_id, seed, "discrete", "DQN")
+        self.runner = EnvRunner(config.env_id, seed, "discrete", "DQN", num_envs)
         self.q = QNetwork(self.runner.obs_dim, self.runner.action_dim, config.hidden)
         self.q.requires_grad_(False)
         self.rng = np.random.default_rng(seed)
@@ -125,7 +100,8 @@ class DQNRolloutWorker:
             self.set_weights(_unwrap(payload), version)
 
     def collect(self, num_steps: int, epsilon: float) -> tuple[Batch, FragmentStats]:
-        """Sync weights, then take ``num_steps`` epsilon-greedy steps.
+        """Sync weights, then take ``num_steps`` epsilon-greedy env steps in total
+        (``ceil(num_steps / num_envs)`` per env, so a multiple of ``num_envs``).
 
         Returns:
             ``(batch, stats)``: the ``num_steps`` transitions and their small summary. Under
@@ -135,8 +111,9 @@ class DQNRolloutWorker:
         start = time.perf_counter()
         self.sync_weights()
         self.epsilon = float(epsilon)
-        fragment = self.runner.run(num_steps, self.policy)
-        stats = FragmentStats(self.index, num_steps, fragment.episode_returns, self.version,
+        fragment = self.runner.run(-(-num_steps // self.runner.num_envs), self.policy)
+        stats = FragmentStats(self.index, len(fragment.batch), fragment.episode_returns,
+                              self.version,
                               time.perf_counter() - start)
         return fragment.batch, stats
 
@@ -169,7 +146,11 @@ class DQNLearnerWorker:
         self.published_at = -1
 
     def publish(self) -> int:
-        """Publish the current weights as a new version (a no-op without a server)."""
+        """Publish the current weights as a new version (a no-op without a server).
+
+        Returns the new version number from a plain server; under Ray (``use_ray_put``) it
+        does not wait for the server and returns the update count the weights belong to.
+        """
         ps = self.parameter_server
         if ps is None:
             return 0
@@ -178,7 +159,10 @@ class DQNLearnerWorker:
         if self.use_ray_put:
             import ray
 
-            return ray.get(ps.publish.remote([ray.put(weights)]))
+            # Fire and forget: calls from one caller run in order on the server, so waiting
+            # for the new version number would only stall the learner for a round trip.
+            ps.publish.remote([ray.put(weights)])
+            return self.learner.updates
         return ps.publish(weights)
 
     def add_and_train(self, batch: Batch, num_updates: int) -> dict[str, float]:
@@ -214,6 +198,9 @@ class DQNEvaluator:
         torch.set_num_threads(1)
         self.config = config
         self.q = QNetwork(obs_dim, n_actions, config.hidden)
+
+    def ping(self) -> bool:
+        return True
 
     def evaluate(self, weights: Weights, episodes: int, seed: int) -> np.ndarray:
         """``(episodes,)`` greedy returns of the network with ``weights``."""

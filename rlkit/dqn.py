@@ -247,21 +247,30 @@ class DQNLearner:
 
 
 def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
-                          epsilon: Callable[[], float]) -> Callable[[np.ndarray], int]:
-    """A one-observation policy: a random action with probability ``epsilon()``, else greedy.
+                          epsilon: Callable[[], float]) -> Callable[[np.ndarray], np.ndarray]:
+    """A batched policy: for each of ``N`` observations, a random action with probability
+    ``epsilon()``, else the greedy one.
 
     Args:
         q: Q-network used for the greedy choice.
         n_actions: Number of actions.
         rng: Source of the exploration randomness.
-        epsilon: Called at every step for the current exploration rate.
+        epsilon: Called once per call for the current exploration rate.
+
+    Returns:
+        A function ``(N, obs_dim)`` float32 -> ``(N,)`` int64 actions. The forward pass is
+        skipped when every action is random.
     """
 
-    def act(obs: np.ndarray) -> int:
-        if rng.random() < epsilon():
-            return int(rng.integers(n_actions))
-        with torch.inference_mode():
-            return int(q(torch.as_tensor(obs, dtype=torch.float32).unsqueeze(0)).argmax())
+    def act(obs: np.ndarray) -> np.ndarray:
+        n = len(obs)
+        explore = rng.random(n) < epsilon()
+        actions = rng.integers(n_actions, size=n)
+        if not explore.all():
+            with torch.inference_mode():
+                greedy = q(torch.as_tensor(obs, dtype=torch.float32)).argmax(dim=1).numpy()
+            actions = np.where(explore, actions, greedy)
+        return actions
 
     return act
 

@@ -88,10 +88,12 @@ class RayDQNResult:
     updates: int
     worker_restarts: int
     weights: Weights
+    learner_busy_seconds: float  # time the learner spent inside add_and_train
+    startup_seconds: float  # actor start-up before the training clock started
 
 
 def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int = 100,
-                  publish_every: int = 16, max_learner_lag: int = 2,
+                  envs_per_worker: int = 1, publish_every: int = 16, max_learner_lag: int = 2,
                   kill_worker_at_step: int | None = None, timeout_s: float = 120.0,
                   progress: bool = False) -> RayDQNResult:
     """Train DQN with rollout workers, a learner that owns the buffer, and an evaluator.
@@ -104,7 +106,9 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
     Args:
         config: The same config as the single-process trainer.
         num_workers: Rollout worker actors.
-        fragment_steps: Env steps per worker call (transitions travel in these fragments).
+        fragment_steps: Env steps per worker call (transitions travel in these fragments);
+            rounded up to a multiple of ``envs_per_worker``.
+        envs_per_worker: Environments each worker steps in lockstep.
         publish_every: Learner updates between weight publications.
         max_learner_lag: Queued learner calls before the driver waits for the learner.
         kill_worker_at_step: Fault injection for demos/tests: ``ray.kill`` worker 0 once this
@@ -113,7 +117,9 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
         progress: Show a tqdm progress bar.
 
     Needs ``ray.init`` first (see :func:`init_ray`). Every actor it starts is killed before it
-    returns, also on error or ``KeyboardInterrupt``.
+    returns, also on error or ``KeyboardInterrupt``. ``wall_seconds`` counts from the moment
+    all actors are up (as :func:`rlkit.dqn.train_dqn` counts from the end of its set-up);
+    ``startup_seconds`` is the time they took to start.
     """
     import ray
     from ray.exceptions import GetTimeoutError, RayError
@@ -133,6 +139,7 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
         return handle
 
     history = History()
+    startup_seconds = 0.0
     restarts = [0] * num_workers
     env_steps = launched_steps = updates_asked = 0
     solved, eval_return = False, math.nan
@@ -143,9 +150,15 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
         learner = start(DQNLearnerWorker, plan.learner_cpus, config, obs_dim, n_actions, ps,
                         publish_every, True)
         evaluator = start(DQNEvaluator, plan.evaluator_cpus, config, obs_dim, n_actions)
-        workers = [start(DQNRolloutWorker, plan.worker_cpus, config, i, ps)
+        workers = [start(DQNRolloutWorker, plan.worker_cpus, config, i, ps, 0, envs_per_worker)
                    for i in range(num_workers)]
-        ray.get(learner.publish.remote(), timeout=timeout_s)  # version 1 before any rollout
+        # Wait until every actor is constructed (processes started, torch imported) and version 1
+        # of the weights is published. The training clock starts after this, as it does in
+        # train_dqn after its set-up; the start-up cost is reported as startup_seconds.
+        ray.get([learner.publish.remote(), evaluator.ping.remote()]
+                + [w.ping.remote() for w in workers], timeout=timeout_s)
+        startup_seconds = time.perf_counter() - start_time
+        start_time = time.perf_counter()
         if progress:
             from tqdm.auto import tqdm
             bar = tqdm(total=config.total_steps, unit="step", desc=f"DQN, {num_workers} workers")
@@ -158,6 +171,7 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
             n = min(fragment_steps, config.total_steps - launched_steps)
             if n <= 0:
                 return
+            n = -(-n // envs_per_worker) * envs_per_worker  # what the worker will really take
             eps = linear_epsilon(env_steps, config.epsilon_start, config.epsilon_end,
                                  config.epsilon_decay_steps)
             batch_ref, stats_ref = workers[i].collect.options(num_returns=2).remote(n, eps)
@@ -167,15 +181,20 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
         def restart_worker(i: int, error: BaseException) -> None:
             ray.kill(workers[i], no_restart=True)
             restarts[i] += 1
-            workers[i] = start(DQNRolloutWorker, plan.worker_cpus, config, i, ps, restarts[i])
+            workers[i] = start(DQNRolloutWorker, plan.worker_cpus, config, i, ps, restarts[i],
+                               envs_per_worker)
             history.events.append(f"step {env_steps}: worker {i} failed "
                                   f"({type(error).__name__}); restarted (restart {restarts[i]})")
 
         learner_calls: deque[Any] = deque()
         eval_ref, eval_at, next_eval = None, 0, config.eval_every
 
+        learner_busy = 0.0
+
         def learner_result(ref: Any) -> None:
+            nonlocal learner_busy
             metrics = ray.get(ref, timeout=timeout_s)
+            learner_busy += metrics["seconds"]
             if not math.isnan(metrics["loss"]):
                 history.log_loss(env_steps, metrics["loss"])
 
@@ -247,4 +266,5 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
         for handle in actors:
             ray.kill(handle, no_restart=True)
     return RayDQNResult(history, solved, eval_return, env_steps,
-                        time.perf_counter() - start_time, updates, sum(restarts), weights)
+                        time.perf_counter() - start_time, updates, sum(restarts), weights,
+                        learner_busy, startup_seconds)

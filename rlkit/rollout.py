@@ -15,15 +15,16 @@ import numpy as np
 from rlkit.buffers import Batch
 from rlkit.envs import ActionKind, make_env, space_dims
 
-Policy = Callable[[np.ndarray], "int | np.ndarray"]
+BatchPolicy = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass
 class Fragment:
-    """A run of consecutive transitions from one environment.
+    """Consecutive transitions from the runner's environments.
 
     Attributes:
-        batch: The ``T`` transitions.
+        batch: ``T * N`` transitions, time-major: rows ``t*N .. t*N + N-1`` are step ``t`` of
+            envs ``0 .. N-1``.
         episode_returns: Returns of the episodes that finished inside this fragment.
         episode_lengths: Their lengths in steps.
     """
@@ -34,64 +35,75 @@ class Fragment:
 
 
 class EnvRunner:
-    """Owns one environment and steps it, episode after episode, across calls.
+    """Owns ``num_envs`` environments and steps them in lockstep, across calls.
+
+    Stepping several environments together lets the policy choose all their actions with one
+    forward pass, which is what makes a rollout worker fast: the per-call cost of a small
+    network is paid once per ``num_envs`` env steps.
 
     Args:
-        env_id: Gymnasium id; the env is built here, in the process that steps it.
-        seed: Seeds the environment's first reset and its action space.
+        env_id: Gymnasium id; the envs are built here, in the process that steps them.
+        seed: Env ``j`` is seeded with ``seed + j`` (its first reset and its action space).
         action_kind: ``"discrete"`` or ``"continuous"``, checked against the env.
         algorithm: Name used in the error if the action space does not fit.
+        num_envs: ``N``, the number of environments stepped together.
     """
 
     def __init__(self, env_id: str, seed: int, action_kind: ActionKind,
-                 algorithm: str = "this algorithm") -> None:
-        self.env = make_env(env_id, seed, action_kind, algorithm)
-        self.obs_dim, self.action_dim = space_dims(self.env)
+                 algorithm: str = "this algorithm", num_envs: int = 1) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r} must be an int >= 1.")
+        self.envs = [make_env(env_id, seed + j, action_kind, algorithm) for j in range(num_envs)]
+        self.num_envs = num_envs
+        self.obs_dim, self.action_dim = space_dims(self.envs[0])
         self.discrete = action_kind == "discrete"
-        self.obs, _ = self.env.reset(seed=int(seed))
-        self.episode_return = 0.0
-        self.episode_length = 0
+        self.obs = np.stack([env.reset(seed=int(seed + j))[0]
+                             for j, env in enumerate(self.envs)]).astype(np.float32)
+        self.episode_return = np.zeros(num_envs)
+        self.episode_length = np.zeros(num_envs, dtype=np.int64)
 
-    def run(self, num_steps: int, policy: Policy) -> Fragment:
-        """Take ``num_steps`` steps, calling ``policy(obs)`` for each action.
+    def run(self, steps_per_env: int, policy: BatchPolicy) -> Fragment:
+        """Take ``T = steps_per_env`` steps in each of the ``N`` envs.
 
         Args:
-            num_steps: Steps ``T`` to take; episodes continue across calls.
-            policy: Maps one observation ``(obs_dim,)`` to an action (an int, or a
-                ``(act_dim,)`` array).
+            steps_per_env: ``T``; episodes continue across calls.
+            policy: Maps observations ``(N, obs_dim)`` float32 to actions ``(N,)`` (discrete)
+                or ``(N, act_dim)`` (continuous).
 
         Returns:
-            A :class:`Fragment` with ``obs`` ``(T, obs_dim)``, ``actions`` ``(T,)`` or
-            ``(T, act_dim)``, ``rewards``/``terminations`` ``(T,)``, ``next_obs``
-            ``(T, obs_dim)``.
+            A :class:`Fragment` of ``T * N`` transitions: ``obs``/``next_obs``
+            ``(T*N, obs_dim)``, ``actions`` ``(T*N,)`` or ``(T*N, act_dim)``,
+            ``rewards``/``terminations`` ``(T*N,)``.
         """
-        obs_buf = np.empty((num_steps, self.obs_dim), dtype=np.float32)
-        next_buf = np.empty((num_steps, self.obs_dim), dtype=np.float32)
-        if self.discrete:
-            act_buf = np.empty((num_steps,), dtype=np.int64)
-        else:
-            act_buf = np.empty((num_steps, self.action_dim), dtype=np.float32)
-        rew_buf = np.empty((num_steps,), dtype=np.float32)
-        term_buf = np.empty((num_steps,), dtype=np.float32)
+        n, size = self.num_envs, steps_per_env * self.num_envs
+        obs_buf = np.empty((size, self.obs_dim), dtype=np.float32)
+        next_buf = np.empty((size, self.obs_dim), dtype=np.float32)
+        act_shape = (size,) if self.discrete else (size, self.action_dim)
+        act_buf = np.empty(act_shape, dtype=np.int64 if self.discrete else np.float32)
+        rew_buf = np.empty((size,), dtype=np.float32)
+        term_buf = np.empty((size,), dtype=np.float32)
         fragment = Fragment(Batch(obs_buf, act_buf, rew_buf, next_buf, term_buf))
-        for t in range(num_steps):
-            action = policy(self.obs)
-            next_obs, reward, terminated, truncated, _ = self.env.step(action)
-            obs_buf[t] = self.obs
-            act_buf[t] = action
-            rew_buf[t] = reward
-            next_buf[t] = next_obs  # the true next state, even when the episode was cut short
-            term_buf[t] = float(terminated)  # truncation is NOT termination: it bootstraps
-            self.episode_return += float(reward)
-            self.episode_length += 1
-            if terminated or truncated:
-                fragment.episode_returns.append(self.episode_return)
-                fragment.episode_lengths.append(self.episode_length)
-                self.episode_return, self.episode_length = 0.0, 0
-                self.obs, _ = self.env.reset()
-            else:
-                self.obs = next_obs
+        for t in range(steps_per_env):
+            actions = policy(self.obs)
+            rows = slice(t * n, (t + 1) * n)
+            obs_buf[rows] = self.obs
+            act_buf[rows] = actions
+            for j, env in enumerate(self.envs):
+                next_obs, reward, terminated, truncated, _ = env.step(actions[j])
+                row = t * n + j
+                rew_buf[row] = reward
+                next_buf[row] = next_obs  # the true next state, even when the episode was cut
+                term_buf[row] = float(terminated)  # truncation is NOT termination: it bootstraps
+                self.episode_return[j] += float(reward)
+                self.episode_length[j] += 1
+                if terminated or truncated:
+                    fragment.episode_returns.append(float(self.episode_return[j]))
+                    fragment.episode_lengths.append(int(self.episode_length[j]))
+                    self.episode_return[j], self.episode_length[j] = 0.0, 0
+                    next_obs, _ = env.reset()
+                self.obs[j] = next_obs
         return fragment
 
     def close(self) -> None:
-        self.env.close()
+        for env in self.envs:
+            env.close()

@@ -52,7 +52,7 @@ class NaiveRolloutWorker:
             obs, _ = self.env.reset()
             done = False
             while not done and time.perf_counter() < deadline:
-                action = self.policy(obs)
+                action = int(self.policy(obs[None])[0])
                 next_obs, reward, terminated, truncated, _ = self.env.step(action)
                 self.buffer.add.remote(obs, action, reward, next_obs, terminated)  # per step!
                 obs, done, steps = next_obs, terminated or truncated, steps + 1
@@ -94,17 +94,18 @@ def naive_rollout_throughput(config: DQNConfig, seconds: float = 5.0) -> float:
 
 
 def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds: float = 5.0,
-                               fragment_steps: int = 500) -> float:
+                               fragment_steps: int = 1000, envs_per_worker: int = 8) -> float:
     """Env steps per second of ``num_workers`` batched workers feeding one buffer actor.
 
-    Each worker collects ``fragment_steps`` steps per call; the driver hands each fragment's
-    reference to the buffer actor (``add_batch``) and relaunches the worker at once.
+    Each worker steps ``envs_per_worker`` envs in lockstep and returns ``fragment_steps``
+    transitions per call; the driver hands each fragment's reference to the buffer actor
+    (``add_batch``) and relaunches the worker at once.
     """
     import ray
 
     ps, buffer, cpus = _cluster(config, num_workers)
-    workers = [ray.remote(DQNRolloutWorker).options(num_cpus=cpus).remote(config, i, ps)
-               for i in range(num_workers)]
+    workers = [ray.remote(DQNRolloutWorker).options(num_cpus=cpus).remote(
+        config, i, ps, 0, envs_per_worker) for i in range(num_workers)]
     try:
         ray.get([w.collect.options(num_returns=2).remote(10, EPSILON)[1] for w in workers])
         steps, adds, pending = 0, [], {}
@@ -131,12 +132,13 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
             ray.kill(handle, no_restart=True)
 
 
-def single_process_throughput(config: DQNConfig, seconds: float = 3.0) -> float:
-    """Env steps per second of the same epsilon-greedy loop in this process, no Ray: the
-    ceiling one worker could reach if inter-process communication were free."""
-    worker = DQNRolloutWorker(config, 0)
+def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
+                              envs_per_worker: int = 8) -> float:
+    """Env steps per second of the same rollout loop in this process, no Ray: the ceiling one
+    worker could reach if inter-process communication were free."""
+    worker = DQNRolloutWorker(config, 0, num_envs=envs_per_worker)
     worker.collect(10, EPSILON)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        steps += worker.collect(500, EPSILON)[1].num_steps
+        steps += worker.collect(1000, EPSILON)[1].num_steps
     return steps / (time.perf_counter() - start)

@@ -33,7 +33,7 @@ def test_unknown_env_id_is_named():
 def test_runner_marks_truncation_as_not_terminal():
     # Pendulum never terminates; its TimeLimit truncates every episode at 200 steps.
     runner = EnvRunner("Pendulum-v1", 0, "continuous")
-    frag = runner.run(450, lambda obs: np.zeros(1, dtype=np.float32))
+    frag = runner.run(450, lambda obs: np.zeros((len(obs), 1), dtype=np.float32))
     assert frag.batch.terminations.sum() == 0.0
     assert frag.episode_lengths == [200, 200]
     # the stored next_obs at the cut is the real last state, not the reset observation
@@ -43,7 +43,7 @@ def test_runner_marks_truncation_as_not_terminal():
 
 def test_runner_marks_termination_as_terminal():
     runner = EnvRunner("CartPole-v1", 0, "discrete")
-    frag = runner.run(200, lambda obs: 0)  # always push left: the pole falls in ~10 steps
+    frag = runner.run(200, lambda obs: np.zeros(len(obs), np.int64))  # push left: falls fast
     ends = np.flatnonzero(frag.batch.terminations)
     assert len(ends) == len(frag.episode_lengths) >= 5
     assert np.diff(np.concatenate([[-1], ends])).tolist() == frag.episode_lengths[:len(ends)]
@@ -55,3 +55,22 @@ def test_evaluate_policy_runs_full_episodes():
                               episodes=5, seed=10)
     assert returns.shape == (5,)
     assert ((returns >= 8) & (returns < 20)).all()  # pushing left only fails fast
+
+
+def test_runner_steps_several_envs_in_lockstep():
+    runner = EnvRunner("CartPole-v1", 5, "discrete", num_envs=3)
+    seen = []
+
+    def policy(obs):
+        seen.append(obs.shape)
+        return np.ones(len(obs), np.int64)
+
+    frag = runner.run(40, policy)
+    assert seen == [(3, 4)] * 40  # one policy call per time step, for all envs at once
+    assert len(frag.batch) == 120
+    # env j's transitions are rows j, j+3, ...: each row's next_obs is the next row's obs
+    env1 = frag.batch.obs[1::3], frag.batch.next_obs[1::3], frag.batch.terminations[1::3]
+    cont = env1[2][:-1] == 0
+    np.testing.assert_allclose(env1[1][:-1][cont], env1[0][1:][cont])
+    # the three envs start from different seeds
+    assert not np.allclose(frag.batch.obs[0], frag.batch.obs[1])

@@ -44,7 +44,8 @@ def test_roles_as_ray_actors(ray_cluster):
     learner = ray.remote(DQNLearnerWorker).options(num_cpus=1).remote(CFG, 4, 2, ps, 5, True)
     worker = ray.remote(DQNRolloutWorker).options(num_cpus=0.5).remote(CFG, 0, ps)
     try:
-        assert ray.get(learner.publish.remote()) == 1
+        ray.get(learner.publish.remote())
+        assert ray.get(ps.get_version.remote()) == 1
         batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(300, 1.0)
         stats = ray.get(stats_ref)
         assert stats.num_steps == 300 and stats.weights_version == 1
