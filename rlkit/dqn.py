@@ -101,7 +101,8 @@ class DQNConfig:
                   "use e.g. (128, 128)")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config as JSON-ready values (``hidden`` as a list, as JSON would give back)."""
+        return {**asdict(self), "hidden": list(self.hidden)}
 
 
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
@@ -366,11 +367,10 @@ def train_dqn(config: DQNConfig, progress: bool = False) -> DQNResult:
                 history.log_eval(step, time.perf_counter() - start, eval_return,
                                  float(returns.std()))
                 solved = config.target_return is not None and eval_return >= config.target_return
-            if bar is not None:
-                bar.update(n)
-                if step % 1000 < n:
-                    bar.set_postfix(eps=f"{epsilon():.2f}", ret=f"{history.recent_return():.0f}",
-                                    eval=f"{eval_return:.0f}")
+            if bar is not None and (step % 1000 < n or solved):  # redraw rarely: it is not free
+                bar.update(step - bar.n)
+                bar.set_postfix(eps=f"{epsilon():.2f}", ret=f"{history.recent_return():.0f}",
+                                eval=f"{eval_return:.0f}")
     finally:
         if bar is not None:
             bar.close()

@@ -94,12 +94,15 @@ def naive_rollout_throughput(config: DQNConfig, seconds: float = 5.0) -> float:
 
 
 def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds: float = 5.0,
-                               fragment_steps: int = 1000, envs_per_worker: int = 8) -> float:
+                               fragment_steps: int = 1000, envs_per_worker: int = 8,
+                               calls_in_flight: int = 2) -> float:
     """Env steps per second of ``num_workers`` batched workers feeding one buffer actor.
 
     Each worker steps ``envs_per_worker`` envs in lockstep and returns ``fragment_steps``
     transitions per call; the driver hands each fragment's reference to the buffer actor
-    (``add_batch``) and relaunches the worker at once.
+    (``add_batch``) and queues the worker's next call at once. ``calls_in_flight`` calls are
+    kept queued per worker (pipelining), so a worker never idles while the driver handles
+    the fragment it just returned.
     """
     import ray
 
@@ -117,7 +120,8 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
 
         start = time.perf_counter()
         for i in range(num_workers):
-            launch(i)
+            for _ in range(calls_in_flight):
+                launch(i)
         while pending:
             [ref], _ = ray.wait(list(pending), num_returns=1)
             i, batch_ref = pending.pop(ref)
