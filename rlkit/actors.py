@@ -1,14 +1,15 @@
 """The distributed roles, as plain classes first and Ray actors second.
 
 Every role is an ordinary Python class, so tests (and curious readers) can drive it in one
-process. ``ray.remote(Role)`` turns it into an actor unchanged; :mod:`rlkit.parallel` wires the
-actors together.
+process; ``ray.remote(Role)`` turns it into an actor unchanged, and :mod:`rlkit.parallel` wires
+the actors together. The roles are written once for every algorithm: an algorithm spec
+(:mod:`rlkit.algorithms`) supplies the networks, the exploration and the learner.
 
-Data flow (DQN): rollout workers step their own environments with the newest weights they have
-and return transitions in fragments of many steps; the driver forwards each fragment's object
-reference to the learner, which owns the replay buffer (so sampling a batch is a local array
-index, never a remote call), runs the number of updates the rate limiter allows, and publishes
-new weights to the parameter server every ``publish_every`` updates; workers fetch weights only
+Data flow: rollout workers step their own environments with the newest weights they have and
+return transitions in fragments of many steps; the driver forwards each fragment's object
+reference to the learner, which owns the replay buffer (so sampling a batch is a local index,
+never a remote call), runs the number of updates the rate limiter allows, and publishes new
+weights to the parameter server every ``publish_every`` updates; workers fetch weights only
 when the server's version is newer than theirs.
 """
 
@@ -21,14 +22,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.buffers import Batch, ReplayBuffer
-from rlkit.dqn import DQNConfig, DQNLearner, epsilon_greedy_policy, greedy_batch_policy
+from rlkit.algorithms import AlgorithmSpec
+from rlkit.buffers import Batch
+from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
-from rlkit.networks import QNetwork, load_numpy_weights
+from rlkit.networks import load_numpy_weights
 from rlkit.parameter_server import ParameterServer
 from rlkit.rollout import EnvRunner
+from rlkit.sac import check_finite
 
 Weights = dict[str, np.ndarray]
+
+__all__ = ["Evaluator", "FragmentStats", "LearnerWorker", "ParameterServer", "RolloutWorker"]
 
 
 @dataclass
@@ -51,12 +56,20 @@ def _unwrap(payload: Any) -> Weights:
     return payload
 
 
-class DQNRolloutWorker:
-    """Steps its own environment with an epsilon-greedy Q-network and returns fragments.
+def learner_device(device: str = "auto") -> torch.device:
+    """``"auto"``: the GPU when this process can see one (under Ray: when the actor was given
+    ``num_gpus=1``, which sets ``CUDA_VISIBLE_DEVICES``), else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class RolloutWorker:
+    """Steps its own environments with the algorithm's exploration policy; returns fragments.
 
     Args:
-        config: The run's DQN config (env id, network shape, seed).
-        worker_index: ``i``; the worker seeds its env and RNG with ``config.seed + 1000 * (i+1)``
+        spec: The algorithm spec (holds the run's config: env id, network shape, seed).
+        worker_index: ``i``; the worker seeds its envs and RNG with ``seed + 1000 * (i+1)``
             (plus ``100_000 * restart`` after a restart) so workers never share a random stream.
         parameter_server: A :class:`ParameterServer` or a Ray handle to one, or ``None``
             (then weights come only through :meth:`set_weights`).
@@ -64,24 +77,23 @@ class DQNRolloutWorker:
         num_envs: Environments the worker steps in lockstep (one forward pass for all).
     """
 
-    def __init__(self, config: DQNConfig, worker_index: int, parameter_server: Any = None,
+    def __init__(self, spec: AlgorithmSpec, worker_index: int, parameter_server: Any = None,
                  restart: int = 0, num_envs: int = 1) -> None:
         torch.set_num_threads(1)
         self.index = worker_index
-        seed = config.seed + 1000 * (worker_index + 1) + 100_000 * restart
+        seed = spec.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
         torch.manual_seed(seed)
-        self.runner = EnvRunner(config.env_id, seed, "discrete", "DQN", num_envs)
-        self.q = QNetwork(self.runner.obs_dim, self.runner.action_dim, config.hidden)
-        self.q.requires_grad_(False)
-        self.rng = np.random.default_rng(seed)
-        self.epsilon = 1.0
-        self.policy = epsilon_greedy_policy(self.q, self.runner.action_dim, self.rng,
-                                            lambda: self.epsilon)
+        self.runner = EnvRunner(spec.config.env_id, seed, spec.action_kind, spec.name, num_envs)
+        self.net = spec.make_policy_network(self.runner.envs[0]).requires_grad_(False)
+        self.exploration = 1.0
+        self.policy = spec.exploration_policy(self.net, self.runner.envs[0],
+                                              np.random.default_rng(seed),
+                                              lambda: self.exploration)
         self.parameter_server = parameter_server
         self.version = 0
 
     def set_weights(self, weights: Weights, version: int) -> None:
-        load_numpy_weights(self.q, weights)
+        load_numpy_weights(self.net, weights)
         self.version = version
 
     def sync_weights(self) -> None:
@@ -89,7 +101,7 @@ class DQNRolloutWorker:
         ps = self.parameter_server
         if ps is None:
             return
-        if hasattr(ps, "get_if_newer") and hasattr(ps.get_if_newer, "remote"):
+        if hasattr(ps.get_if_newer, "remote"):
             import ray
 
             newer = ray.get(ps.get_if_newer.remote(self.version))
@@ -99,88 +111,121 @@ class DQNRolloutWorker:
             version, payload = newer
             self.set_weights(_unwrap(payload), version)
 
-    def collect(self, num_steps: int, epsilon: float) -> tuple[Batch, FragmentStats]:
-        """Sync weights, then take ``num_steps`` epsilon-greedy env steps in total
-        (``ceil(num_steps / num_envs)`` per env, so a multiple of ``num_envs``).
+    def collect(self, num_steps: int, exploration: float) -> tuple[Batch, FragmentStats]:
+        """Sync weights, then take ``num_steps`` env steps in total (``ceil(num_steps /
+        num_envs)`` per env, so a multiple of ``num_envs``).
+
+        Args:
+            num_steps: Transitions to collect.
+            exploration: The algorithm's exploration setting for this fragment (DQN: epsilon;
+                SAC: the probability of a uniform-random action, 1 during the warm-up).
 
         Returns:
-            ``(batch, stats)``: the ``num_steps`` transitions and their small summary. Under
-            Ray, call with ``.options(num_returns=2)`` so the driver can read the stats and
-            pass the batch's reference on to the learner without fetching it.
+            ``(batch, stats)``. Under Ray, call with ``.options(num_returns=2)`` so the driver
+            can read the stats and pass the batch's reference on to the learner unread.
         """
         start = time.perf_counter()
         self.sync_weights()
-        self.epsilon = float(epsilon)
+        self.exploration = float(exploration)
         fragment = self.runner.run(-(-num_steps // self.runner.num_envs), self.policy)
         stats = FragmentStats(self.index, len(fragment.batch), fragment.episode_returns,
-                              self.version,
-                              time.perf_counter() - start)
+                              self.version, time.perf_counter() - start)
         return fragment.batch, stats
 
     def ping(self) -> int:
         return self.index
 
 
-class DQNLearnerWorker:
-    """Owns the replay buffer and the :class:`DQNLearner`; trains as many steps as it is told.
+class LearnerWorker:
+    """Owns the replay buffer and the algorithm's learner; trains as many steps as it is told.
 
     Args:
-        config: The run's DQN config.
-        obs_dim, n_actions: Sizes of the environment.
+        spec: The algorithm spec.
         parameter_server: Where new weights are published every ``publish_every`` updates.
         publish_every: Updates between weight publications.
         use_ray_put: Store each published version with ``ray.put`` (under Ray).
+        device: ``"auto"`` (GPU if visible, else CPU), ``"cpu"`` or ``"cuda"``. The buffer
+            lives there too when the algorithm's buffer is a tensor buffer (SAC).
     """
 
-    def __init__(self, config: DQNConfig, obs_dim: int, n_actions: int,
-                 parameter_server: Any = None, publish_every: int = 10,
-                 use_ray_put: bool = False) -> None:
+    def __init__(self, spec: AlgorithmSpec, parameter_server: Any = None,
+                 publish_every: int = 10, use_ray_put: bool = False, device: str = "auto"
+                 ) -> None:
+        config = spec.config
         torch.set_num_threads(config.torch_threads)
         torch.manual_seed(config.seed)
-        self.config = config
-        self.learner = DQNLearner(obs_dim, n_actions, config)
-        self.buffer = ReplayBuffer(config.buffer_size, obs_dim, None, seed=config.seed + 1)
+        self.spec, self.config = spec, config
+        self.device = learner_device(device)
+        env = make_env(config.env_id, config.seed, spec.action_kind, spec.name)
+        self.learner = spec.make_learner(env, self.device)
+        self.buffer = spec.make_buffer(env, self.device)
+        env.close()
         self.parameter_server = parameter_server
         self.publish_every = publish_every
         self.use_ray_put = use_ray_put
         self.published_at = -1
+        self.pending_publish: Any = None
 
-    def publish(self) -> int:
+    def publish(self, wait: bool = True) -> int:
         """Publish the current weights as a new version (a no-op without a server).
 
-        Returns the new version number from a plain server; under Ray (``use_ray_put``) it
-        does not wait for the server and returns the update count the weights belong to.
+        Under Ray (``use_ray_put``) the weights are stored once with ``ray.put`` and the server
+        gets the reference. ``wait=False`` does not wait for the server's answer (the learner
+        keeps training); the pending call is awaited by the next ``wait=True`` publish or at the
+        end of :meth:`add_and_train`, so once that returns the server holds every version.
+
+        Returns:
+            The number of updates the published weights include.
         """
         ps = self.parameter_server
         if ps is None:
-            return 0
+            return self.learner.updates
         self.published_at = self.learner.updates
         weights = self.learner.get_weights()
         if self.use_ray_put:
             import ray
 
-            # Fire and forget: calls from one caller run in order on the server, so waiting
-            # for the new version number would only stall the learner for a round trip.
-            ps.publish.remote([ray.put(weights)])
-            return self.learner.updates
-        return ps.publish(weights)
+            self.pending_publish = ps.publish.remote([ray.put(weights)])
+            if wait:
+                self.flush()
+        else:
+            ps.publish(weights)
+        return self.published_at
+
+    def flush(self) -> None:
+        """Wait until the parameter server has received the last publication."""
+        if self.pending_publish is not None:
+            import ray
+
+            ray.get(self.pending_publish)
+            self.pending_publish = None
 
     def add_and_train(self, batch: Batch, num_updates: int) -> dict[str, float]:
         """Store ``batch`` in the buffer, then run ``num_updates`` gradient updates.
 
+        The losses stay on the learner's device until the end of the call: one host sync per
+        call, not per update.
+
         Returns:
             ``{"updates": total so far, "loss": mean loss of these updates (NaN if none),
             "buffer_size", "seconds"}``.
+
+        Raises:
+            FloatingPointError: if the loss became NaN or infinite.
         """
         start = time.perf_counter()
         self.buffer.add_batch(batch)
         losses = []
         for _ in range(num_updates):
-            losses.append(self.learner.update(self.buffer.sample(self.config.batch_size))["loss"])
+            metrics = self.learner.update(self.buffer.sample(self.config.batch_size))
+            losses.append(torch.as_tensor(self.spec.loss_of(metrics)))
             if self.learner.updates - self.published_at >= self.publish_every:
-                self.publish()
-        return {"updates": float(self.learner.updates),
-                "loss": float(np.mean(losses)) if losses else float("nan"),
+                self.publish(wait=False)
+        self.flush()
+        loss = float(torch.stack(losses).mean()) if losses else float("nan")
+        if losses:
+            check_finite({"loss": loss}, self.learner.updates)
+        return {"updates": float(self.learner.updates), "loss": loss,
                 "buffer_size": float(len(self.buffer)),
                 "seconds": time.perf_counter() - start}
 
@@ -190,19 +235,28 @@ class DQNLearnerWorker:
     def num_updates(self) -> int:
         return self.learner.updates
 
+    def device_name(self) -> str:
+        """The learner's device, e.g. ``"cpu"`` or ``"cuda: NVIDIA H100 80GB HBM3"``."""
+        if self.device.type == "cuda":
+            return f"cuda: {torch.cuda.get_device_name(self.device)}"
+        return "cpu"
 
-class DQNEvaluator:
-    """Runs greedy episodes with given weights, in its own process."""
 
-    def __init__(self, config: DQNConfig, obs_dim: int, n_actions: int) -> None:
+class Evaluator:
+    """Runs deterministic (greedy) episodes with given weights, in its own process."""
+
+    def __init__(self, spec: AlgorithmSpec) -> None:
         torch.set_num_threads(1)
-        self.config = config
-        self.q = QNetwork(obs_dim, n_actions, config.hidden)
+        self.spec = spec
+        env = make_env(spec.config.env_id, spec.config.seed, spec.action_kind, spec.name)
+        self.net = spec.make_policy_network(env).requires_grad_(False)
+        env.close()
 
     def ping(self) -> bool:
         return True
 
     def evaluate(self, weights: Weights, episodes: int, seed: int) -> np.ndarray:
-        """``(episodes,)`` greedy returns of the network with ``weights``."""
-        load_numpy_weights(self.q, weights)
-        return evaluate_policy(greedy_batch_policy(self.q), self.config.env_id, episodes, seed)
+        """``(episodes,)`` returns of the policy with ``weights``, without exploration."""
+        load_numpy_weights(self.net, weights)
+        return evaluate_policy(self.spec.evaluation_policy(self.net), self.spec.config.env_id,
+                               episodes, seed)

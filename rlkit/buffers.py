@@ -1,13 +1,27 @@
-"""A preallocated numpy ring buffer for off-policy transitions."""
+"""Replay buffers: a preallocated numpy ring buffer, and one whose storage lives on a torch device."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
+import torch
 
 #: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
 MAX_BUFFER_BYTES = 8 * 2**30
+
+
+def ring_slots(pos: int, n: int, capacity: int) -> tuple[int, np.ndarray, int]:
+    """Where ``n`` new items go in a ring of ``capacity`` slots whose next write is at ``pos``.
+
+    Returns:
+        ``(skip, slots, new_pos)``: drop the first ``skip`` items (they would be overwritten
+        within the same batch), write the rest to ``slots``; the next write goes to
+        ``new_pos``. The result is exactly that of adding the items one by one.
+    """
+    skip = max(0, n - capacity)
+    slots = (pos + skip + np.arange(n - skip)) % capacity
+    return skip, slots, (pos + n) % capacity
 
 
 class Batch(NamedTuple):
@@ -106,15 +120,10 @@ class ReplayBuffer:
         n = len(batch)
         if n == 0:
             return
-        fields = [np.asarray(f) for f in batch]
-        if n > self.capacity:
-            fields = [f[n - self.capacity:] for f in fields]
-            n = self.capacity
-        idx = (self.pos + np.arange(n)) % self.capacity
+        skip, slots, self.pos = ring_slots(self.pos, n, self.capacity)
         for store, values in zip((self.obs, self.actions, self.rewards, self.next_obs,
-                                  self.terminations), fields):
-            store[idx] = values
-        self.pos = int((self.pos + n) % self.capacity)
+                                  self.terminations), batch):
+            store[slots] = np.asarray(values)[skip:]
         self.size = min(self.size + n, self.capacity)
 
     def sample(self, batch_size: int) -> Batch:
@@ -132,3 +141,76 @@ class ReplayBuffer:
         idx = self.rng.integers(0, self.size, size=batch_size)
         return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
                      self.terminations[idx])
+
+
+class TensorBatch(NamedTuple):
+    """A batch of ``B`` transitions as torch tensors on the learner's device (see :class:`Batch`
+    for the shapes)."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    next_obs: torch.Tensor
+    terminations: torch.Tensor
+
+
+class TensorReplayBuffer:
+    """A ring buffer whose storage lives on a torch device (a GPU when the learner has one).
+
+    Fragments are copied to the device once, when added; ``sample`` then draws indices and
+    gathers rows on the device, so a gradient step never copies a batch from host to device.
+
+    Args:
+        capacity: Maximum number of transitions kept.
+        obs_dim: Observation size.
+        action_dim: Size of the (continuous) action vector.
+        device: Where the storage lives.
+        seed: Seed of the sampling generator.
+    """
+
+    def __init__(self, capacity: int, obs_dim: int, action_dim: int,
+                 device: str | torch.device = "cpu", seed: int = 0) -> None:
+        nbytes = ReplayBuffer.estimate_bytes(capacity, obs_dim, action_dim)
+        if nbytes > MAX_BUFFER_BYTES:
+            raise ValueError(
+                f"capacity={capacity} would need {nbytes / 2**30:.1f} GiB "
+                f"(limit {MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: lower the buffer capacity.")
+        self.device = torch.device(device)
+        self.capacity = capacity
+        f32 = dict(dtype=torch.float32, device=self.device)
+        self.obs = torch.zeros((capacity, obs_dim), **f32)
+        self.next_obs = torch.zeros((capacity, obs_dim), **f32)
+        self.actions = torch.zeros((capacity, action_dim), **f32)
+        self.rewards = torch.zeros((capacity,), **f32)
+        self.terminations = torch.zeros((capacity,), **f32)
+        self.pos = 0
+        self.size = 0
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add_batch(self, batch: Batch) -> None:
+        """Copy ``len(batch)`` numpy transitions to the device, wrapping around the ring."""
+        n = len(batch)
+        if n == 0:
+            return
+        skip, slots, self.pos = ring_slots(self.pos, n, self.capacity)
+        idx = torch.as_tensor(slots, device=self.device)
+        for store, values in zip((self.obs, self.actions, self.rewards, self.next_obs,
+                                  self.terminations), batch):
+            rows = torch.as_tensor(np.asarray(values)[skip:], dtype=torch.float32)
+            store[idx] = rows.reshape((len(slots), *store.shape[1:])).to(self.device,
+                                                                          non_blocking=True)
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int) -> TensorBatch:
+        """``batch_size`` transitions drawn uniformly with replacement, on the device."""
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty TensorReplayBuffer. Fix: add "
+                             "transitions first (learning_starts must be >= the batch size).")
+        idx = torch.randint(0, self.size, (batch_size,), device=self.device,
+                            generator=self.generator)
+        return TensorBatch(self.obs[idx], self.actions[idx], self.rewards[idx],
+                           self.next_obs[idx], self.terminations[idx])

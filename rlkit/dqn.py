@@ -14,15 +14,12 @@ import torch
 import torch.nn.functional as F
 
 from rlkit.buffers import Batch, ReplayBuffer
+from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.envs import check_env_id
 from rlkit.evaluation import evaluate_policy
 from rlkit.metrics import History
-from rlkit.networks import QNetwork, load_numpy_weights
+from rlkit.networks import QNetwork, load_numpy_weights, make_adam
 from rlkit.rollout import EnvRunner
-
-
-def _fail(field: str, value: Any, rule: str, fix: str) -> None:
-    raise ValueError(f"{field}={value!r} {rule}. Fix: {fix}.")
 
 
 @dataclass(frozen=True)
@@ -57,48 +54,37 @@ class DQNConfig:
 
     def __post_init__(self) -> None:
         check_env_id(self.env_id)
-        for name in ("total_steps", "buffer_size", "batch_size", "train_every",
-                     "target_update_every", "eval_every", "eval_episodes", "torch_threads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                _fail(name, value, "must be a positive int", f"set {name} to an int >= 1")
-        for name in ("seed", "learning_starts", "epsilon_decay_steps"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                _fail(name, value, "must be an int >= 0", f"set {name} to an int >= 0")
-        if not (self.learning_rate > 0 and math.isfinite(self.learning_rate)):
-            _fail("learning_rate", self.learning_rate, "must be a finite number > 0",
-                  "use a small positive step size such as 1e-3")
+        require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
+                            "target_update_every", "eval_every", "eval_episodes",
+                            "torch_threads"), 1)
+        require_ints(self, ("seed", "learning_starts", "epsilon_decay_steps"), 0)
+        require_positive_finite(self, ("learning_rate",), "1e-3")
         if not 0 <= self.gamma < 1:
-            _fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
+            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
         if self.batch_size > self.buffer_size:
-            _fail("batch_size", self.batch_size,
-                  f"is larger than buffer_size={self.buffer_size}",
-                  "lower batch_size or raise buffer_size")
+            fail("batch_size", self.batch_size, f"is larger than buffer_size={self.buffer_size}",
+                 "lower batch_size or raise buffer_size")
         if self.learning_starts < self.batch_size:
-            _fail("learning_starts", self.learning_starts,
-                  f"is smaller than batch_size={self.batch_size}",
-                  "collect at least one batch of transitions before the first update")
+            fail("learning_starts", self.learning_starts,
+                 f"is smaller than batch_size={self.batch_size}",
+                 "collect at least one batch of transitions before the first update")
         if self.learning_starts >= self.total_steps:
-            _fail("learning_starts", self.learning_starts,
-                  f"is not below total_steps={self.total_steps}, so no update would ever run",
-                  "lower learning_starts or raise total_steps")
+            fail("learning_starts", self.learning_starts,
+                 f"is not below total_steps={self.total_steps}, so no update would ever run",
+                 "lower learning_starts or raise total_steps")
         if not 0 < self.tau <= 1:
-            _fail("tau", self.tau, "must be in (0, 1]", "use 1.0 for a hard target copy")
+            fail("tau", self.tau, "must be in (0, 1]", "use 1.0 for a hard target copy")
         for name in ("epsilon_start", "epsilon_end"):
             if not 0 <= getattr(self, name) <= 1:
-                _fail(name, getattr(self, name), "must be a probability in [0, 1]",
-                      f"set {name} between 0 and 1")
+                fail(name, getattr(self, name), "must be a probability in [0, 1]",
+                     f"set {name} between 0 and 1")
         if self.epsilon_end > self.epsilon_start:
-            _fail("epsilon_end", self.epsilon_end,
-                  f"is above epsilon_start={self.epsilon_start}",
-                  "exploration should decay: make epsilon_end <= epsilon_start")
-        if not (self.max_grad_norm > 0):
-            _fail("max_grad_norm", self.max_grad_norm, "must be > 0",
-                  "use e.g. 10.0 (or math.inf to turn clipping off)")
-        if not self.hidden or any(not isinstance(h, int) or h < 1 for h in self.hidden):
-            _fail("hidden", self.hidden, "must be a non-empty tuple of positive ints",
-                  "use e.g. (128, 128)")
+            fail("epsilon_end", self.epsilon_end, f"is above epsilon_start={self.epsilon_start}",
+                 "exploration should decay: make epsilon_end <= epsilon_start")
+        if not self.max_grad_norm > 0:
+            fail("max_grad_norm", self.max_grad_norm, "must be > 0",
+                 "use e.g. 10.0 (or math.inf to turn clipping off)")
+        require_hidden(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready values (``hidden`` as a list, as JSON would give back)."""
@@ -162,14 +148,6 @@ def dqn_targets(q: QNetwork, q_target: QNetwork, rewards: torch.Tensor,
         return bootstrap_target(rewards, terminations, next_values, gamma)
 
 
-def _make_adam(params: Any, lr: float) -> torch.optim.Adam:
-    """Adam with the fused kernel where this torch build supports it (faster for small MLPs)."""
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.Adam(params, lr=lr)
-
-
 class DQNLearner:
     """Holds the online and target Q-networks and the optimiser; one ``update`` per batch.
 
@@ -187,7 +165,7 @@ class DQNLearner:
         self.q = QNetwork(obs_dim, n_actions, config.hidden).to(self.device)
         self.q_target = copy.deepcopy(self.q)  # starts equal to the online network
         self.q_target.requires_grad_(False)
-        self.optimizer = _make_adam(self.q.parameters(), config.learning_rate)
+        self.optimizer = make_adam(self.q.parameters(), config.learning_rate)
         self.updates = 0
 
     def update(self, batch: Batch) -> dict[str, float]:

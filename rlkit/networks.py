@@ -1,11 +1,14 @@
-"""Small neural networks: an MLP builder and the DQN Q-network."""
+"""Small neural networks: an MLP builder, DQN's Q-network, SAC's actor and twin critics."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -56,6 +59,14 @@ class QNetwork(nn.Module):
         return self.forward(obs).argmax(dim=1)
 
 
+def make_adam(params: Any, lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel where this torch build supports it (faster for small MLPs)."""
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.Adam(params, lr=lr)
+
+
 def load_numpy_weights(module: nn.Module, weights: dict[str, np.ndarray]) -> None:
     """Load a ``{name: numpy array}`` state dict (the form weights travel in between processes).
 
@@ -63,3 +74,81 @@ def load_numpy_weights(module: nn.Module, weights: dict[str, np.ndarray]) -> Non
     (a few hundred KB here) so torch never holds a tensor on memory it may not write.
     """
     module.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+
+
+class SquashedGaussianActor(nn.Module):
+    """SAC's policy: a Gaussian in an unbounded space, squashed by ``tanh`` into the action box.
+
+    ``u ~ N(mu(s), sigma(s))``, ``a = bias + scale * tanh(u)``. The log-density of ``a`` needs
+    the change-of-variables correction
+    ``log pi(a|s) = log N(u; mu, sigma) - sum_i log(scale_i * (1 - tanh(u_i)^2))``.
+
+    Args:
+        obs_dim: Observation size.
+        act_dim: Action size.
+        hidden: Hidden layer widths.
+        action_low, action_high: The action box, ``(act_dim,)`` each.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
+                 action_low: np.ndarray, action_high: np.ndarray) -> None:
+        super().__init__()
+        self.trunk = mlp(obs_dim, 2 * act_dim, hidden)
+        low = torch.as_tensor(np.asarray(action_low, dtype=np.float32))
+        high = torch.as_tensor(np.asarray(action_high, dtype=np.float32))
+        self.register_buffer("scale", (high - low) / 2)
+        self.register_buffer("bias", (high + low) / 2)
+
+    def distribution_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, obs_dim)`` -> mean ``(B, act_dim)`` and log std ``(B, act_dim)`` (bounded)."""
+        mean, log_std = self.trunk(obs).chunk(2, dim=-1)
+        log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (torch.tanh(log_std) + 1)
+        return mean, log_std
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample with the reparameterisation trick.
+
+        Returns:
+            ``(actions (B, act_dim), log_prob (B,))``, differentiable in the parameters.
+        """
+        mean, log_std = self.distribution_params(obs)
+        std = log_std.exp()
+        u = mean + std * torch.randn_like(mean)
+        return self.squash(u, mean, log_std)
+
+    def squash(self, u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actions and log-probabilities of pre-squash samples ``u`` ``(B, act_dim)``."""
+        gaussian = (-0.5 * ((u - mean) / log_std.exp()) ** 2 - log_std
+                    - 0.5 * math.log(2 * math.pi)).sum(-1)
+        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u|
+        log_det = (2 * (math.log(2) - u - F.softplus(-2 * u)) + torch.log(self.scale)).sum(-1)
+        return self.bias + self.scale * torch.tanh(u), gaussian - log_det
+
+    @torch.no_grad()
+    def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        """The mean action ``bias + scale * tanh(mu(s))``, ``(B, act_dim)``, for evaluation."""
+        return self.bias + self.scale * torch.tanh(self.distribution_params(obs)[0])
+
+
+class TwinQ(nn.Module):
+    """Two independent critics ``Q1, Q2: (s, a) -> R``; SAC uses their minimum.
+
+    Args:
+        obs_dim, act_dim: Sizes; each critic's input is ``[obs, action]``.
+        hidden: Hidden layer widths of each critic.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.q1 = mlp(obs_dim + act_dim, 1, hidden)
+        self.q2 = mlp(obs_dim + act_dim, 1, hidden)
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, obs_dim), (B, act_dim)`` -> ``(Q1 (B,), Q2 (B,))``."""
+        x = torch.cat([obs, actions], dim=-1)
+        return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)

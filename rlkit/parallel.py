@@ -11,11 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.actors import (DQNEvaluator, DQNLearnerWorker, DQNRolloutWorker, FragmentStats,
-                          ParameterServer, Weights)
-from rlkit.dqn import DQNConfig, eval_seed, linear_epsilon
-from rlkit.envs import make_env, space_dims
+from rlkit.actors import Evaluator, FragmentStats, LearnerWorker, RolloutWorker, Weights
+from rlkit.algorithms import AlgorithmSpec, DQNSpec, SACSpec
+from rlkit.dqn import DQNConfig, eval_seed
+from rlkit.envs import make_env
 from rlkit.metrics import History
+from rlkit.parameter_server import ParameterServer
+from rlkit.sac import SACConfig
 
 
 def init_ray(num_cpus: int | None = None) -> dict[str, float]:
@@ -77,8 +79,8 @@ def updates_due(env_steps: int, learning_starts: int, train_every: int) -> int:
 
 
 @dataclass
-class RayDQNResult:
-    """What :func:`train_dqn_ray` returns (cf. :class:`rlkit.dqn.DQNResult`)."""
+class RayResult:
+    """What :func:`train_ray` returns (cf. :class:`rlkit.dqn.DQNResult`)."""
 
     history: History
     solved: bool
@@ -90,13 +92,28 @@ class RayDQNResult:
     weights: Weights
     learner_busy_seconds: float  # time the learner spent inside add_and_train
     startup_seconds: float  # actor start-up before the training clock started
+    device: str  # where the learner ran, e.g. "cpu" or "cuda: NVIDIA H100 ..."
 
 
-def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int = 100,
-                  envs_per_worker: int = 1, publish_every: int = 16, max_learner_lag: int = 2,
-                  kill_worker_at_step: int | None = None, timeout_s: float = 120.0,
-                  progress: bool = False) -> RayDQNResult:
-    """Train DQN with rollout workers, a learner that owns the buffer, and an evaluator.
+def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
+    """Distributed DQN: :func:`train_ray` with :class:`rlkit.algorithms.DQNSpec` and a CPU
+    learner (small Q-networks gain nothing from a GPU)."""
+    return train_ray(DQNSpec(config), num_workers, learner_gpus=options.pop("learner_gpus", 0),
+                     **options)
+
+
+def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> RayResult:
+    """Distributed SAC: :func:`train_ray` with :class:`rlkit.algorithms.SACSpec`; the learner
+    asks for a GPU when the cluster has one and keeps its buffer and updates there."""
+    return train_ray(SACSpec(config), num_workers, **options)
+
+
+def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 100,
+              envs_per_worker: int = 1, publish_every: int = 16, max_learner_lag: int = 2,
+              kill_worker_at_step: int | None = None, timeout_s: float = 120.0,
+              learner_gpus: float | None = None, progress: bool = False) -> RayResult:
+    """Train an off-policy algorithm with rollout workers, a learner that owns the buffer,
+    a parameter server and an evaluator.
 
     The rate limiter: after ``E`` env steps the learner has been asked for exactly
     ``floor((E - learning_starts) / train_every)`` updates, the same ratio as
@@ -104,7 +121,8 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
     so workers cannot run ahead of learning on a machine where acting is faster.
 
     Args:
-        config: The same config as the single-process trainer.
+        spec: The algorithm spec; ``spec.config`` is the same config as the single-process
+            trainer's.
         num_workers: Rollout worker actors.
         fragment_steps: Env steps per worker call (transitions travel in these fragments);
             rounded up to a multiple of ``envs_per_worker``.
@@ -114,6 +132,7 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
         kill_worker_at_step: Fault injection for demos/tests: ``ray.kill`` worker 0 once this
             many env steps have been collected. The driver restarts it and carries on.
         timeout_s: Longest wait for any actor before raising ``TimeoutError``.
+        learner_gpus: GPUs the learner asks for; ``None``: 1 if the cluster has a GPU, else 0.
         progress: Show a tqdm progress bar.
 
     Needs ``ray.init`` first (see :func:`init_ray`). Every actor it starts is killed before it
@@ -126,20 +145,25 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
 
     if not ray.is_initialized():
         raise RuntimeError("Ray is not initialised. Fix: call rlkit.parallel.init_ray() first.")
-    plan = plan_resources(num_workers, ray.cluster_resources().get("CPU", 0.0))
-    probe = make_env(config.env_id, config.seed, "discrete", "DQN")
-    obs_dim, n_actions = space_dims(probe)
-    probe.close()
+    config = spec.config
+    cluster = ray.cluster_resources()
+    plan = plan_resources(num_workers, cluster.get("CPU", 0.0))
+    if learner_gpus is None:
+        learner_gpus = 1.0 if cluster.get("GPU", 0) >= 1 else 0.0
+    if learner_gpus > cluster.get("GPU", 0):
+        raise ValueError(f"learner_gpus={learner_gpus} but the cluster has "
+                         f"{cluster.get('GPU', 0):g} GPUs. Fix: use learner_gpus=0 (CPU) or None.")
+    make_env(config.env_id, config.seed, spec.action_kind, spec.name).close()  # fail early
 
     actors: list[Any] = []
 
-    def start(cls: type, cpus: float, *args: Any) -> Any:
-        handle = ray.remote(cls).options(num_cpus=cpus).remote(*args)
+    def start(cls: type, cpus: float, *args: Any, gpus: float = 0.0) -> Any:
+        handle = ray.remote(cls).options(num_cpus=cpus, num_gpus=gpus).remote(*args)
         actors.append(handle)
         return handle
 
     history = History()
-    startup_seconds = 0.0
+    startup_seconds, device = 0.0, "cpu"
     restarts = [0] * num_workers
     env_steps = launched_steps = updates_asked = 0
     solved, eval_return = False, math.nan
@@ -147,21 +171,23 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
     start_time = time.perf_counter()
     try:
         ps = start(ParameterServer, plan.parameter_server_cpus)
-        learner = start(DQNLearnerWorker, plan.learner_cpus, config, obs_dim, n_actions, ps,
-                        publish_every, True)
-        evaluator = start(DQNEvaluator, plan.evaluator_cpus, config, obs_dim, n_actions)
-        workers = [start(DQNRolloutWorker, plan.worker_cpus, config, i, ps, 0, envs_per_worker)
+        learner = start(LearnerWorker, plan.learner_cpus, spec, ps, publish_every, True,
+                        "auto", gpus=learner_gpus)
+        evaluator = start(Evaluator, plan.evaluator_cpus, spec)
+        workers = [start(RolloutWorker, plan.worker_cpus, spec, i, ps, 0, envs_per_worker)
                    for i in range(num_workers)]
         # Wait until every actor is constructed (processes started, torch imported) and version 1
         # of the weights is published. The training clock starts after this, as it does in
         # train_dqn after its set-up; the start-up cost is reported as startup_seconds.
         ray.get([learner.publish.remote(), evaluator.ping.remote()]
                 + [w.ping.remote() for w in workers], timeout=timeout_s)
+        device = ray.get(learner.device_name.remote(), timeout=timeout_s)
         startup_seconds = time.perf_counter() - start_time
         start_time = time.perf_counter()
         if progress:
             from tqdm.auto import tqdm
-            bar = tqdm(total=config.total_steps, unit="step", desc=f"DQN, {num_workers} workers")
+            bar = tqdm(total=config.total_steps, unit="step",
+                       desc=f"{spec.name}, {num_workers} workers")
 
         # stats ref -> (worker index, batch ref, steps asked for)
         in_flight: dict[Any, tuple[int, Any, int]] = {}
@@ -172,16 +198,15 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
             if n <= 0:
                 return
             n = -(-n // envs_per_worker) * envs_per_worker  # what the worker will really take
-            eps = linear_epsilon(env_steps, config.epsilon_start, config.epsilon_end,
-                                 config.epsilon_decay_steps)
-            batch_ref, stats_ref = workers[i].collect.options(num_returns=2).remote(n, eps)
+            batch_ref, stats_ref = workers[i].collect.options(num_returns=2).remote(
+                n, spec.exploration_at(env_steps))
             in_flight[stats_ref] = (i, batch_ref, n)
             launched_steps += n
 
         def restart_worker(i: int, error: BaseException) -> None:
             ray.kill(workers[i], no_restart=True)
             restarts[i] += 1
-            workers[i] = start(DQNRolloutWorker, plan.worker_cpus, config, i, ps, restarts[i],
+            workers[i] = start(RolloutWorker, plan.worker_cpus, spec, i, ps, restarts[i],
                                envs_per_worker)
             history.events.append(f"step {env_steps}: worker {i} failed "
                                   f"({type(error).__name__}); restarted (restart {restarts[i]})")
@@ -265,6 +290,5 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, fragment_steps: int =
             bar.close()
         for handle in actors:
             ray.kill(handle, no_restart=True)
-    return RayDQNResult(history, solved, eval_return, env_steps,
-                        time.perf_counter() - start_time, updates, sum(restarts), weights,
-                        learner_busy, startup_seconds)
+    return RayResult(history, solved, eval_return, env_steps, time.perf_counter() - start_time,
+                     updates, sum(restarts), weights, learner_busy, startup_seconds, device)

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.actors import DQNRolloutWorker, ParameterServer
+from rlkit.actors import RolloutWorker
+from rlkit.algorithms import DQNSpec
 from rlkit.buffers import ReplayBuffer
 from rlkit.dqn import DQNConfig, DQNLearner, epsilon_greedy_policy
 from rlkit.envs import make_env, space_dims
 from rlkit.networks import QNetwork, load_numpy_weights
+from rlkit.parameter_server import ParameterServer
 
 EPSILON = 0.1  # exploration rate used while measuring (a forward pass on 90% of steps)
 
@@ -107,8 +109,8 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
     import ray
 
     ps, buffer, cpus = _cluster(config, num_workers)
-    workers = [ray.remote(DQNRolloutWorker).options(num_cpus=cpus).remote(
-        config, i, ps, 0, envs_per_worker) for i in range(num_workers)]
+    workers = [ray.remote(RolloutWorker).options(num_cpus=cpus).remote(
+        DQNSpec(config), i, ps, 0, envs_per_worker) for i in range(num_workers)]
     try:
         ray.get([w.collect.options(num_returns=2).remote(10, EPSILON)[1] for w in workers])
         steps, adds, pending = 0, [], {}
@@ -140,7 +142,7 @@ def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
                               envs_per_worker: int = 8) -> float:
     """Env steps per second of the same rollout loop in this process, no Ray: the ceiling one
     worker could reach if inter-process communication were free."""
-    worker = DQNRolloutWorker(config, 0, num_envs=envs_per_worker)
+    worker = RolloutWorker(DQNSpec(config), 0, num_envs=envs_per_worker)
     worker.collect(10, EPSILON)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:

@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.actors import DQNEvaluator, DQNLearnerWorker, DQNRolloutWorker, ParameterServer
+from rlkit.actors import Evaluator, LearnerWorker, RolloutWorker
+from rlkit.algorithms import DQNSpec
+from rlkit.parameter_server import ParameterServer
 from rlkit.dqn import DQNConfig, train_dqn
 from rlkit.parallel import plan_resources, updates_due
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=100, total_steps=2000)
+SPEC = DQNSpec(CFG)
 
 
 def test_parameter_server_versions():
@@ -22,35 +25,36 @@ def test_parameter_server_versions():
 
 def test_rollout_worker_fragment_shapes_and_weight_sync():
     ps = ParameterServer()
-    learner = DQNLearnerWorker(CFG, 4, 2, ps, publish_every=5)
-    worker = DQNRolloutWorker(CFG, 0, ps)
-    batch, stats = worker.collect(64, epsilon=0.5)
+    learner = LearnerWorker(SPEC, ps, publish_every=5)
+    worker = RolloutWorker(SPEC, 0, ps)
+    batch, stats = worker.collect(64, exploration=0.5)
     assert stats.weights_version == 0  # nothing published yet
     assert batch.obs.shape == (64, 4) and batch.obs.dtype == np.float32
     assert batch.actions.shape == (64,) and batch.actions.dtype == np.int64
     assert set(batch.actions.tolist()) <= {0, 1}
     assert batch.rewards.shape == batch.terminations.shape == (64,)
     assert stats.num_steps == 64 and stats.worker_index == 0
-    assert learner.publish() == 1
-    _, stats = worker.collect(8, epsilon=0.0)
+    learner.publish()
+    assert ps.get_version() == 1
+    _, stats = worker.collect(8, exploration=0.0)
     assert stats.weights_version == 1
-    for (k, v), p in zip(learner.get_weights().items(), worker.q.state_dict().values()):
+    for (k, v), p in zip(learner.get_weights().items(), worker.net.state_dict().values()):
         np.testing.assert_array_equal(v, p.numpy())
 
 
 def test_workers_have_different_random_streams():
-    a, b = DQNRolloutWorker(CFG, 0), DQNRolloutWorker(CFG, 1)
+    a, b = RolloutWorker(SPEC, 0), RolloutWorker(SPEC, 1)
     assert not np.array_equal(a.collect(50, 1.0)[0].obs, b.collect(50, 1.0)[0].obs)
     # a restarted worker gets a fresh stream too, not a replay of the dead one's
-    c = DQNRolloutWorker(CFG, 0, restart=1)
-    assert not np.array_equal(DQNRolloutWorker(CFG, 0).collect(50, 1.0)[0].obs,
+    c = RolloutWorker(SPEC, 0, restart=1)
+    assert not np.array_equal(RolloutWorker(SPEC, 0).collect(50, 1.0)[0].obs,
                               c.collect(50, 1.0)[0].obs)
 
 
 def test_learner_trains_as_told_and_publishes_every_k_updates():
     ps = ParameterServer()
-    learner = DQNLearnerWorker(CFG, 4, 2, ps, publish_every=5)
-    batch, _ = DQNRolloutWorker(CFG, 0).collect(200, 1.0)
+    learner = LearnerWorker(SPEC, ps, publish_every=5)
+    batch, _ = RolloutWorker(SPEC, 0).collect(200, 1.0)
     metrics = learner.add_and_train(batch, 0)
     assert metrics["updates"] == 0 and metrics["buffer_size"] == 200 and np.isnan(metrics["loss"])
     metrics = learner.add_and_train(batch, 12)
@@ -71,8 +75,8 @@ def test_single_process_does_the_updates_the_rate_limiter_allows():
 
 
 def test_evaluator_returns_one_return_per_episode():
-    learner = DQNLearnerWorker(CFG, 4, 2)
-    returns = DQNEvaluator(CFG, 4, 2).evaluate(learner.get_weights(), episodes=3, seed=0)
+    learner = LearnerWorker(SPEC)
+    returns = Evaluator(SPEC).evaluate(learner.get_weights(), episodes=3, seed=0)
     assert returns.shape == (3,) and (returns >= 1).all()
 
 

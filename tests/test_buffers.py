@@ -43,8 +43,12 @@ def test_add_batch_wraps_like_single_adds():
 def test_add_batch_larger_than_capacity_keeps_the_newest():
     buf = ReplayBuffer(capacity=4, obs_dim=3)
     buf.add_batch(make_batch(0, 10))
-    assert len(buf) == 4
-    assert sorted(buf.rewards.tolist()) == [6.0, 7.0, 8.0, 9.0]
+    one_by_one = ReplayBuffer(capacity=4, obs_dim=3)
+    for i in range(10):
+        one_by_one.add(np.full(3, i), i, float(i), np.full(3, i + 0.5), bool(i % 2))
+    assert len(buf) == 4 and buf.pos == one_by_one.pos == 2
+    np.testing.assert_array_equal(buf.rewards, one_by_one.rewards)  # [8, 9, 6, 7]
+    assert buf.rewards.tolist() == [8.0, 9.0, 6.0, 7.0]
 
 
 def test_sample_shapes_dtypes_and_content():

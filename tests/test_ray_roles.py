@@ -8,7 +8,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from rlkit.actors import DQNLearnerWorker, DQNRolloutWorker, ParameterServer  # noqa: E402
+from rlkit.actors import LearnerWorker, RolloutWorker  # noqa: E402
+from rlkit.algorithms import DQNSpec  # noqa: E402
+from rlkit.parameter_server import ParameterServer  # noqa: E402
 from rlkit.dqn import DQNConfig  # noqa: E402
 from rlkit.parallel import train_dqn_ray, updates_due  # noqa: E402
 
@@ -41,8 +43,8 @@ def ray_cluster():
 
 def test_roles_as_ray_actors(ray_cluster):
     ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
-    learner = ray.remote(DQNLearnerWorker).options(num_cpus=1).remote(CFG, 4, 2, ps, 5, True)
-    worker = ray.remote(DQNRolloutWorker).options(num_cpus=0.5).remote(CFG, 0, ps)
+    learner = ray.remote(LearnerWorker).options(num_cpus=1).remote(DQNSpec(CFG), ps, 5, True)
+    worker = ray.remote(RolloutWorker).options(num_cpus=0.5).remote(DQNSpec(CFG), 0, ps)
     try:
         ray.get(learner.publish.remote())
         assert ray.get(ps.get_version.remote()) == 1
@@ -82,6 +84,31 @@ def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
     assert result.updates == updates_due(3000, CFG.learning_starts, CFG.train_every)
 
 
+def test_train_sac_ray_short_run_on_cpu(ray_cluster):
+    from rlkit.parallel import train_sac_ray
+    from rlkit.sac import SACConfig
+
+    cfg = SACConfig(hidden=(32, 32), batch_size=32, learning_starts=300, total_steps=800,
+                    eval_every=400, eval_episodes=2, target_return=None)
+    result = train_sac_ray(cfg, num_workers=2, fragment_steps=100)
+    assert result.device == "cpu"  # this cluster has no GPU, so the learner did not ask for one
+    assert result.env_steps == 800
+    assert result.updates == updates_due(800, cfg.learning_starts, cfg.train_every) == 500
+    assert len(result.history.episode_returns) == 4  # Pendulum episodes are 200 steps
+    assert np.isfinite(result.history.losses).all() and result.history.eval_steps[-1] == 800
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in result.weights.values())
+
+
+def test_asking_for_a_gpu_the_cluster_lacks_fails_up_front(ray_cluster):
+    from rlkit.parallel import train_sac_ray
+    from rlkit.sac import SACConfig
+
+    if ray.cluster_resources().get("GPU", 0) >= 1:
+        pytest.skip("this cluster has a GPU")
+    with pytest.raises(ValueError, match="learner_gpus=1 but the cluster has 0 GPUs"):
+        train_sac_ray(SACConfig(), learner_gpus=1)
+
+
 def _actor_processes(*class_names):
     """Live processes of our actor classes (Ray names an actor's process ray::ClassName)."""
     return [t for t in _our_ray_processes() if any(c in t for c in class_names)]
@@ -91,7 +118,7 @@ def test_driver_leaves_no_actor_behind(ray_cluster):
     import time
 
     train_dqn_ray(dataclasses.replace(CFG, total_steps=1000), num_workers=1)
-    roles = ("DQNRolloutWorker", "DQNLearnerWorker", "DQNEvaluator", "ParameterServer")
+    roles = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer")
     for _ in range(50):
         if not _actor_processes(*roles):
             break

@@ -1,0 +1,297 @@
+"""Soft Actor-Critic: config, the three losses, the learner, and a single-process trainer."""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlkit.buffers import TensorBatch, TensorReplayBuffer
+from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
+from rlkit.dqn import bootstrap_target, eval_seed
+from rlkit.envs import check_env_id
+from rlkit.evaluation import evaluate_policy
+from rlkit.metrics import History
+from rlkit.networks import SquashedGaussianActor, TwinQ, make_adam
+from rlkit.rollout import EnvRunner
+
+
+@dataclass(frozen=True)
+class SACConfig:
+    """Settings of a SAC run. Invalid values raise ``ValueError`` naming the field and the fix.
+
+    The defaults are notebook 03's Pendulum-v1 settings.
+    """
+
+    env_id: str = "Pendulum-v1"
+    seed: int = 0
+    total_steps: int = 20_000  # env-step budget; training stops earlier once solved
+    buffer_size: int = 100_000
+    batch_size: int = 256
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    alpha_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005  # Polyak step of the target critics after every update
+    learning_starts: int = 1_000  # uniform-random steps for the whole system, before updates
+    train_every: int = 1  # env steps per gradient update (update-to-data ratio 1)
+    init_alpha: float = 1.0  # initial entropy temperature
+    hidden: tuple[int, ...] = (256, 256)
+    eval_every: int = 2_000
+    eval_episodes: int = 10
+    target_return: float | None = -200.0  # stop once a deterministic eval reaches it
+    torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_env_id(self.env_id)
+        require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
+                            "eval_every", "eval_episodes", "torch_threads"), 1)
+        require_ints(self, ("seed", "learning_starts"), 0)
+        require_positive_finite(self, ("actor_lr", "critic_lr", "alpha_lr"), "1e-3")
+        require_positive_finite(self, ("init_alpha",), "1.0")
+        if not 0 <= self.gamma < 1:
+            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
+        if not 0 < self.tau <= 1:
+            fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
+        if self.batch_size > self.buffer_size:
+            fail("batch_size", self.batch_size, f"is larger than buffer_size={self.buffer_size}",
+                 "lower batch_size or raise buffer_size")
+        if self.learning_starts < self.batch_size:
+            fail("learning_starts", self.learning_starts,
+                 f"is smaller than batch_size={self.batch_size}",
+                 "collect at least one batch of transitions before the first update")
+        if self.learning_starts >= self.total_steps:
+            fail("learning_starts", self.learning_starts,
+                 f"is not below total_steps={self.total_steps}, so no update would ever run",
+                 "lower learning_starts or raise total_steps")
+        require_hidden(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready values."""
+        return {**asdict(self), "hidden": list(self.hidden)}
+
+
+def sac_critic_target(rewards: torch.Tensor, terminations: torch.Tensor,
+                      next_q1: torch.Tensor, next_q2: torch.Tensor,
+                      next_log_prob: torch.Tensor, alpha: torch.Tensor | float,
+                      gamma: float) -> torch.Tensor:
+    """Soft TD target ``r + gamma (1 - term) (min(Q1', Q2') - alpha log pi(a'|s'))``.
+
+    All inputs ``(B,)`` (alpha a scalar); ``a'`` was sampled from the current policy at ``s'``.
+    As in DQN, a time-limit truncation has ``term = 0`` and bootstraps.
+    """
+    soft_value = torch.min(next_q1, next_q2) - alpha * next_log_prob
+    return bootstrap_target(rewards, terminations, soft_value, gamma)
+
+
+def sac_critic_loss(critic: TwinQ, critic_target: TwinQ, actor: SquashedGaussianActor,
+                    batch: TensorBatch, alpha: torch.Tensor, gamma: float) -> torch.Tensor:
+    """Mean squared error of both critics against the soft target (no gradient through it)."""
+    with torch.no_grad():
+        next_actions, next_log_prob = actor(batch.next_obs)
+        next_q1, next_q2 = critic_target(batch.next_obs, next_actions)
+        target = sac_critic_target(batch.rewards, batch.terminations, next_q1, next_q2,
+                                   next_log_prob, alpha, gamma)
+    q1, q2 = critic(batch.obs, batch.actions)
+    return ((q1 - target) ** 2).mean() + ((q2 - target) ** 2).mean()
+
+
+def sac_actor_loss(actor: SquashedGaussianActor, critic: TwinQ, obs: torch.Tensor,
+                   alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``E[alpha log pi(a|s) - min(Q1, Q2)(s, a)]`` with ``a`` reparameterised from ``pi``.
+
+    Returns:
+        ``(loss, log_prob (B,))``; ``log_prob`` feeds the temperature loss.
+    """
+    actions, log_prob = actor(obs)
+    q1, q2 = critic(obs, actions)
+    return (alpha * log_prob - torch.min(q1, q2)).mean(), log_prob
+
+
+def sac_alpha_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,
+                   target_entropy: float) -> torch.Tensor:
+    """``-log_alpha * (log pi + target_entropy)``: raises alpha when the policy's entropy
+    ``-log pi`` is below the target, lowers it when above."""
+    return -(log_alpha * (log_prob.detach() + target_entropy)).mean()
+
+
+@torch.no_grad()
+def polyak_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
+    """``target <- (1 - tau) * target + tau * source``, parameter by parameter, in one op."""
+    torch._foreach_lerp_(list(target.parameters()), list(source.parameters()), tau)
+
+
+class SACLearner:
+    """Actor, twin critics with Polyak-averaged targets, and a learned temperature.
+
+    Args:
+        obs_dim, act_dim: Sizes.
+        action_low, action_high: The action box, ``(act_dim,)`` each.
+        config: The run's :class:`SACConfig`.
+        device: Where the networks and updates live.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, action_low: np.ndarray,
+                 action_high: np.ndarray, config: SACConfig,
+                 device: str | torch.device = "cpu") -> None:
+        self.config = config
+        self.device = torch.device(device)
+        self.actor = SquashedGaussianActor(obs_dim, act_dim, config.hidden, action_low,
+                                           action_high).to(self.device)
+        self.critic = TwinQ(obs_dim, act_dim, config.hidden).to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=self.device,
+                                      requires_grad=True)
+        self.target_entropy = -float(act_dim)
+        self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr)
+        self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
+        self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr)
+        self.updates = 0
+
+    def update(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
+        """One step of each loss on ``batch`` (tensors on ``self.device``).
+
+        Returns:
+            Detached scalar tensors ``critic_loss``, ``actor_loss``, ``alpha_loss``, ``alpha``,
+            ``entropy``. They stay on the device: reading them (``.item()``) would make the
+            host wait for the GPU, so callers read them once per many updates.
+        """
+        alpha = self.log_alpha.detach().exp()
+        critic_loss = sac_critic_loss(self.critic, self.critic_target, self.actor, batch, alpha,
+                                      self.config.gamma)
+        self.critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        actor_loss, log_prob = sac_actor_loss(self.actor, self.critic, batch.obs, alpha)
+        self.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_opt.step()
+
+        alpha_loss = sac_alpha_loss(self.log_alpha, log_prob, self.target_entropy)
+        self.alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_opt.step()
+
+        polyak_update(self.critic_target, self.critic, self.config.tau)
+        self.updates += 1
+        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
+                "alpha_loss": alpha_loss.detach(), "alpha": alpha.squeeze(0),
+                "entropy": -log_prob.detach().mean()}
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The actor's weights (all a rollout worker needs) as numpy arrays on the host."""
+        return {k: v.detach().cpu().numpy() for k, v in self.actor.state_dict().items()}
+
+
+def check_finite(metrics: dict[str, float], updates: int) -> None:
+    """Raise ``FloatingPointError`` with the metrics if any of them is NaN or infinite."""
+    if not all(math.isfinite(v) for v in metrics.values()):
+        raise FloatingPointError(
+            f"SAC metrics became non-finite by update {updates}: {metrics}. Fix: lower the "
+            f"learning rates, or check the environment's rewards and observations.")
+
+
+def sac_exploration_policy(actor: SquashedGaussianActor, rng: np.random.Generator,
+                           low: np.ndarray, high: np.ndarray,
+                           random_prob: Callable[[], float]) -> Callable[[np.ndarray], np.ndarray]:
+    """Batched behaviour policy: uniform-random actions with probability ``random_prob()``
+    (1 during the warm-up, 0 after), else a sample from the actor. ``(N, obs_dim)`` ->
+    ``(N, act_dim)`` float32."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        if rng.random() < random_prob():
+            return rng.uniform(low, high, size=(len(obs), len(low))).astype(np.float32)
+        with torch.inference_mode():
+            return actor(torch.as_tensor(obs, dtype=torch.float32))[0].numpy()
+
+    return act
+
+
+def deterministic_batch_policy(actor: SquashedGaussianActor) -> Callable[[np.ndarray], np.ndarray]:
+    """``(N, obs_dim)`` -> ``(N, act_dim)`` mean actions, for :func:`evaluate_policy`."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return actor.deterministic(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+    return act
+
+
+@dataclass
+class SACResult:
+    """What :func:`train_sac` returns (cf. :class:`rlkit.dqn.DQNResult`)."""
+
+    learner: SACLearner
+    history: History
+    solved: bool
+    eval_return: float
+    env_steps: int
+    wall_seconds: float
+
+
+def train_sac(config: SACConfig, progress: bool = False) -> SACResult:
+    """Train SAC in one process on the CPU; the reference the distributed version is held to.
+
+    Uniform-random actions for ``learning_starts`` steps, then one update per
+    ``train_every`` steps, a deterministic evaluation every ``eval_every`` steps, and a stop at
+    the first evaluation that reaches ``target_return`` (or at ``total_steps``).
+    """
+    torch.set_num_threads(config.torch_threads)
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    runner = EnvRunner(config.env_id, config.seed, "continuous", "SAC")
+    space = runner.envs[0].action_space
+    learner = SACLearner(runner.obs_dim, runner.action_dim, space.low, space.high, config)
+    buffer = TensorReplayBuffer(config.buffer_size, runner.obs_dim, runner.action_dim,
+                                seed=config.seed + 1)
+    history = History()
+    step = 0
+    policy = sac_exploration_policy(learner.actor, rng, space.low, space.high,
+                                    lambda: 1.0 if step < config.learning_starts else 0.0)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=config.total_steps, unit="step", desc="SAC")
+    losses: list[torch.Tensor] = []
+    solved, eval_return = False, math.nan
+    start = time.perf_counter()
+    try:
+        while step < config.total_steps and not solved:
+            n = min(config.train_every, config.total_steps - step)
+            fragment = runner.run(n, policy)
+            buffer.add_batch(fragment.batch)
+            step += n
+            now = time.perf_counter() - start
+            for ret in fragment.episode_returns:
+                history.log_episode(step, now, ret)
+            if step > config.learning_starts:
+                losses.append(learner.update(buffer.sample(config.batch_size))["critic_loss"])
+            if step % 1000 < n and losses:
+                mean_loss = float(torch.stack(losses).mean())
+                check_finite({"critic_loss": mean_loss}, learner.updates)
+                history.log_loss(step, mean_loss)
+                losses.clear()
+            if step % config.eval_every < n or step >= config.total_steps:
+                returns = evaluate_policy(deterministic_batch_policy(learner.actor),
+                                          config.env_id, config.eval_episodes,
+                                          eval_seed(config.seed, len(history.eval_steps),
+                                                    config.eval_episodes))
+                eval_return = float(returns.mean())
+                history.log_eval(step, time.perf_counter() - start, eval_return,
+                                 float(returns.std()))
+                solved = config.target_return is not None and eval_return >= config.target_return
+            if bar is not None and (step % 1000 < n or solved):
+                bar.update(step - bar.n)
+                bar.set_postfix(ret=f"{history.recent_return(5):.0f}", eval=f"{eval_return:.0f}")
+    finally:
+        if bar is not None:
+            bar.close()
+        runner.close()
+    return SACResult(learner, history, solved, eval_return, step, time.perf_counter() - start)
+
