@@ -33,7 +33,7 @@ class SACConfig:
     seed: int = 0
     total_steps: int = 20_000  # env-step budget; training stops earlier once solved
     buffer_size: int = 100_000
-    batch_size: int = 256
+    batch_size: int = 128
     actor_lr: float = 1e-3
     critic_lr: float = 1e-3
     alpha_lr: float = 1e-3
@@ -42,7 +42,7 @@ class SACConfig:
     learning_starts: int = 1_000  # uniform-random steps for the whole system, before updates
     train_every: int = 1  # env steps per gradient update (update-to-data ratio 1)
     init_alpha: float = 1.0  # initial entropy temperature
-    hidden: tuple[int, ...] = (256, 256)
+    hidden: tuple[int, ...] = (128, 128)  # (256, 256) with batch 256 is the usual GPU size
     eval_every: int = 2_000
     eval_episodes: int = 10
     target_return: float | None = -200.0  # stop once a deterministic eval reaches it

@@ -1,4 +1,5 @@
-"""Rollout throughput: the naive per-step Ray design against the batched one, learner off.
+"""Throughput probes: rollouts (naive per-step Ray design against the batched one, learner
+off) and learner updates per second on each device.
 
 Both designs do the same work per env step: a Q-network forward pass for an epsilon-greedy
 action, one environment step, and delivery of the transition to a replay-buffer actor. They
@@ -148,3 +149,53 @@ def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
     while time.perf_counter() - start < seconds:
         steps += worker.collect(1000, EPSILON)[1].num_steps
     return steps / (time.perf_counter() - start)
+
+
+def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
+                                   batch_size: int = 256, hidden: tuple[int, ...] = (256, 256),
+                                   threads: int = 1) -> float:
+    """Gradient updates per second of the SAC learner alone, sampling from a full buffer.
+
+    The buffer (100k Pendulum-sized transitions) lives on ``device``, so each update samples
+    and trains without a host-device copy or a host sync; the clock stops after a device
+    synchronisation, so queued GPU work is counted.
+
+    Args:
+        device: ``"cpu"`` or ``"cuda"``.
+        seconds: How long to measure (after a warm-up).
+        batch_size, hidden: The learner's batch size and network widths.
+        threads: Torch CPU threads.
+    """
+    from rlkit.buffers import Batch, TensorReplayBuffer
+    from rlkit.sac import SACConfig, SACLearner
+
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        config = SACConfig(hidden=hidden, batch_size=batch_size)
+        learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), config, device)
+        buffer = TensorReplayBuffer(100_000, 3, 1, device)
+        rng = np.random.default_rng(0)
+        n = 100_000
+        buffer.add_batch(Batch(rng.normal(size=(n, 3)).astype(np.float32),
+                               rng.uniform(-2, 2, size=(n, 1)).astype(np.float32),
+                               rng.normal(size=n).astype(np.float32),
+                               rng.normal(size=(n, 3)).astype(np.float32),
+                               np.zeros(n, np.float32)))
+
+        def sync() -> None:
+            if learner.device.type == "cuda":
+                torch.cuda.synchronize(learner.device)
+
+        for _ in range(20):
+            learner.update(buffer.sample(batch_size))
+        sync()
+        updates, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for _ in range(10):
+                learner.update(buffer.sample(batch_size))
+            updates += 10
+            sync()
+        return updates / (time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(previous_threads)
