@@ -57,8 +57,13 @@ def _unwrap(payload: Any) -> Weights:
 
 
 def learner_device(device: str = "auto") -> torch.device:
-    """``"auto"``: the GPU when this process can see one (under Ray: when the actor was given
-    ``num_gpus=1``, which sets ``CUDA_VISIBLE_DEVICES``), else the CPU."""
+    """``"cpu"``, ``"cuda"``, or ``"auto"``: the GPU when this process can see one, else the CPU.
+
+    Under Ray, an actor given ``num_gpus=1`` sees exactly its GPU (Ray sets
+    ``CUDA_VISIBLE_DEVICES``), but in Ray 2.60 an actor given ``num_gpus=0`` is *not* hidden from
+    the machine's GPUs, so ``"auto"`` would pick one it never reserved: the driver passes the
+    device explicitly.
+    """
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
@@ -163,7 +168,7 @@ class LearnerWorker:
         self.parameter_server = parameter_server
         self.publish_every = publish_every
         self.use_ray_put = use_ray_put
-        self.published_at = -1
+        self.published_at = 0  # update count of the last publication
         self.pending_publish: Any = None
 
     def publish(self, wait: bool = True) -> int:

@@ -51,6 +51,11 @@ class DQNSpec:
     def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
         return greedy_batch_policy(net)
 
+    @staticmethod
+    def policy_network_of(learner: DQNLearner) -> nn.Module:
+        """The learner's network that acts (a single process acts with it directly)."""
+        return learner.q
+
     def make_learner(self, env: gym.Env, device: torch.device) -> DQNLearner:
         return DQNLearner(*space_dims(env), self.config, device)
 
@@ -89,6 +94,11 @@ class SACSpec:
 
     def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
         return deterministic_batch_policy(net)
+
+    @staticmethod
+    def policy_network_of(learner: SACLearner) -> nn.Module:
+        """The learner's network that acts (a single process acts with it directly)."""
+        return learner.actor
 
     def make_learner(self, env: gym.Env, device: torch.device) -> SACLearner:
         space = env.action_space

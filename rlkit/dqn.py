@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import copy
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlkit.buffers import Batch, ReplayBuffer
+from rlkit.buffers import Batch
 from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.envs import check_env_id
-from rlkit.evaluation import evaluate_policy
-from rlkit.metrics import History
 from rlkit.networks import QNetwork, load_numpy_weights, make_adam
-from rlkit.rollout import EnvRunner
+
+if TYPE_CHECKING:
+    from rlkit.training import TrainResult
 
 
 @dataclass(frozen=True)
@@ -270,89 +269,23 @@ def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
     return 1_000_000 + 10_000 * config_seed + eval_index * episodes
 
 
-@dataclass
-class DQNResult:
-    """What :func:`train_dqn` returns.
+def train_dqn(config: DQNConfig, progress: bool = False) -> TrainResult:
+    """Train DQN in one process: :func:`rlkit.training.train_single_process` with
+    :class:`rlkit.algorithms.DQNSpec`.
 
-    Attributes:
-        learner: The trained learner (``learner.q`` is the policy network).
-        history: The run's :class:`History`.
-        solved: Whether a greedy evaluation reached ``config.target_return``.
-        eval_return: Mean return of the last greedy evaluation.
-        env_steps: Env steps taken.
-        wall_seconds: Training wall-clock time, evaluations included.
-    """
-
-    learner: DQNLearner
-    history: History
-    solved: bool
-    eval_return: float
-    env_steps: int
-    wall_seconds: float
-
-
-def train_dqn(config: DQNConfig, progress: bool = False) -> DQNResult:
-    """Train DQN in one process: act, store, update every ``train_every`` steps, evaluate.
-
-    Training stops at ``config.total_steps`` env steps, or earlier at the first greedy
-    evaluation (``config.eval_episodes`` episodes, epsilon 0) whose mean return reaches
+    Epsilon-greedy acting, one update every ``config.train_every`` env steps, a greedy
+    evaluation (``config.eval_episodes`` episodes, epsilon 0) every ``config.eval_every``
+    steps; stops at ``config.total_steps`` or at the first evaluation whose mean reaches
     ``config.target_return``. With the same config the run is bit-reproducible.
 
     Args:
         config: The run's settings.
         progress: Show a tqdm progress bar.
-    """
-    torch.set_num_threads(config.torch_threads)
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    runner = EnvRunner(config.env_id, config.seed, "discrete", "DQN")
-    learner = DQNLearner(runner.obs_dim, runner.action_dim, config)
-    buffer = ReplayBuffer(config.buffer_size, runner.obs_dim, None, seed=config.seed + 1)
-    history = History()
 
-    step = 0
-    epsilon = lambda: linear_epsilon(step, config.epsilon_start, config.epsilon_end,  # noqa: E731
-                                     config.epsilon_decay_steps)
-    policy = epsilon_greedy_policy(learner.q, runner.action_dim, rng, epsilon)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.total_steps, unit="step", desc="DQN")
-    losses: list[float] = []
-    solved = False
-    eval_return = math.nan
-    start = time.perf_counter()
-    try:
-        while step < config.total_steps and not solved:
-            n = min(config.train_every, config.total_steps - step)
-            fragment = runner.run(n, policy)
-            buffer.add_batch(fragment.batch)
-            step += n
-            now = time.perf_counter() - start
-            for ret in fragment.episode_returns:
-                history.log_episode(step, now, ret)
-            if step > config.learning_starts:
-                losses.append(learner.update(buffer.sample(config.batch_size))["loss"])
-            if step % 1000 < n and losses:
-                history.log_loss(step, float(np.mean(losses)))
-                losses.clear()
-            if step % config.eval_every < n or step >= config.total_steps:
-                index = len(history.eval_steps)
-                returns = evaluate_policy(greedy_batch_policy(learner.q), config.env_id,
-                                          config.eval_episodes,
-                                          eval_seed(config.seed, index, config.eval_episodes))
-                eval_return = float(returns.mean())
-                history.log_eval(step, time.perf_counter() - start, eval_return,
-                                 float(returns.std()))
-                solved = config.target_return is not None and eval_return >= config.target_return
-            if bar is not None and (step % 1000 < n or solved):  # redraw rarely: it is not free
-                bar.update(step - bar.n)
-                bar.set_postfix(eps=f"{epsilon():.2f}", ret=f"{history.recent_return():.0f}",
-                                eval=f"{eval_return:.0f}")
-    finally:
-        if bar is not None:
-            bar.close()
-        runner.close()
-    if losses:
-        history.log_loss(step, float(np.mean(losses)))
-    return DQNResult(learner, history, solved, eval_return, step, time.perf_counter() - start)
+    Returns:
+        A :class:`rlkit.training.TrainResult`; ``result.learner.q`` is the trained Q-network.
+    """
+    from rlkit.algorithms import DQNSpec
+    from rlkit.training import train_single_process
+
+    return train_single_process(DQNSpec(config), progress)

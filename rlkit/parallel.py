@@ -66,16 +66,19 @@ def plan_resources(num_workers: int, cluster_cpus: float) -> ResourcePlan:
             f"num_workers={num_workers} is too many for a cluster of {cluster_cpus:g} CPUs "
             f"(each worker would get {per_worker:.3f} CPU). Fix: use at most "
             f"{int((cluster_cpus - learner) / 0.05)} workers or a bigger cluster.")
-    return ResourcePlan(learner_cpus=learner, worker_cpus=round(per_worker, 4))
+    # Ray counts CPUs in steps of 1e-4: round *down*, so the requests never add up to more
+    # than the cluster has (rounding 1/6 up to 0.1667 would overbook 2 CPUs by 0.0002)
+    return ResourcePlan(learner_cpus=learner, worker_cpus=math.floor(per_worker * 1e4) / 1e4)
 
 
 def updates_due(env_steps: int, learning_starts: int, train_every: int) -> int:
     """Gradient updates a run should have done after ``env_steps`` env steps.
 
-    One update per ``train_every`` steps once ``learning_starts`` steps are collected: the same
-    count the single-process loop reaches, so both train at the same update-to-data ratio.
+    The single-process loop updates at every multiple of ``train_every`` that is past
+    ``learning_starts``; this is the number of such multiples up to ``env_steps``, so both
+    versions train at the same update-to-data ratio, whatever the two numbers are.
     """
-    return max(0, (env_steps - learning_starts) // train_every)
+    return max(0, env_steps // train_every - learning_starts // train_every)
 
 
 @dataclass
@@ -171,8 +174,9 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
     start_time = time.perf_counter()
     try:
         ps = start(ParameterServer, plan.parameter_server_cpus)
+        # Ray 2.60 hides GPUs only from actors that ask for one, so tell the learner its device
         learner = start(LearnerWorker, plan.learner_cpus, spec, ps, publish_every, True,
-                        "auto", gpus=learner_gpus)
+                        "cuda" if learner_gpus > 0 else "cpu", gpus=learner_gpus)
         evaluator = start(Evaluator, plan.evaluator_cpus, spec)
         workers = [start(RolloutWorker, plan.worker_cpus, spec, i, ps, 0, envs_per_worker)
                    for i in range(num_workers)]

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import copy
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from rlkit.buffers import TensorBatch, TensorReplayBuffer
+from rlkit.buffers import TensorBatch
 from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
-from rlkit.dqn import bootstrap_target, eval_seed
+from rlkit.dqn import bootstrap_target
 from rlkit.envs import check_env_id
-from rlkit.evaluation import evaluate_policy
-from rlkit.metrics import History
 from rlkit.networks import SquashedGaussianActor, TwinQ, make_adam
-from rlkit.rollout import EnvRunner
+
+if TYPE_CHECKING:
+    from rlkit.training import TrainResult
 
 
 @dataclass(frozen=True)
@@ -187,7 +186,7 @@ class SACLearner:
 
     def get_weights(self) -> dict[str, np.ndarray]:
         """The actor's weights (all a rollout worker needs) as numpy arrays on the host."""
-        return {k: v.detach().cpu().numpy() for k, v in self.actor.state_dict().items()}
+        return {k: v.detach().cpu().numpy().copy() for k, v in self.actor.state_dict().items()}
 
 
 def check_finite(metrics: dict[str, float], updates: int) -> None:
@@ -223,75 +222,15 @@ def deterministic_batch_policy(actor: SquashedGaussianActor) -> Callable[[np.nda
     return act
 
 
-@dataclass
-class SACResult:
-    """What :func:`train_sac` returns (cf. :class:`rlkit.dqn.DQNResult`)."""
-
-    learner: SACLearner
-    history: History
-    solved: bool
-    eval_return: float
-    env_steps: int
-    wall_seconds: float
-
-
-def train_sac(config: SACConfig, progress: bool = False) -> SACResult:
-    """Train SAC in one process on the CPU; the reference the distributed version is held to.
+def train_sac(config: SACConfig, progress: bool = False) -> TrainResult:
+    """Train SAC in one process on the CPU, the reference the distributed version is held to:
+    :func:`rlkit.training.train_single_process` with :class:`rlkit.algorithms.SACSpec`.
 
     Uniform-random actions for ``learning_starts`` steps, then one update per
     ``train_every`` steps, a deterministic evaluation every ``eval_every`` steps, and a stop at
     the first evaluation that reaches ``target_return`` (or at ``total_steps``).
     """
-    torch.set_num_threads(config.torch_threads)
-    torch.manual_seed(config.seed)
-    rng = np.random.default_rng(config.seed)
-    runner = EnvRunner(config.env_id, config.seed, "continuous", "SAC")
-    space = runner.envs[0].action_space
-    learner = SACLearner(runner.obs_dim, runner.action_dim, space.low, space.high, config)
-    buffer = TensorReplayBuffer(config.buffer_size, runner.obs_dim, runner.action_dim,
-                                seed=config.seed + 1)
-    history = History()
-    step = 0
-    policy = sac_exploration_policy(learner.actor, rng, space.low, space.high,
-                                    lambda: 1.0 if step < config.learning_starts else 0.0)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.total_steps, unit="step", desc="SAC")
-    losses: list[torch.Tensor] = []
-    solved, eval_return = False, math.nan
-    start = time.perf_counter()
-    try:
-        while step < config.total_steps and not solved:
-            n = min(config.train_every, config.total_steps - step)
-            fragment = runner.run(n, policy)
-            buffer.add_batch(fragment.batch)
-            step += n
-            now = time.perf_counter() - start
-            for ret in fragment.episode_returns:
-                history.log_episode(step, now, ret)
-            if step > config.learning_starts:
-                losses.append(learner.update(buffer.sample(config.batch_size))["critic_loss"])
-            if step % 1000 < n and losses:
-                mean_loss = float(torch.stack(losses).mean())
-                check_finite({"critic_loss": mean_loss}, learner.updates)
-                history.log_loss(step, mean_loss)
-                losses.clear()
-            if step % config.eval_every < n or step >= config.total_steps:
-                returns = evaluate_policy(deterministic_batch_policy(learner.actor),
-                                          config.env_id, config.eval_episodes,
-                                          eval_seed(config.seed, len(history.eval_steps),
-                                                    config.eval_episodes))
-                eval_return = float(returns.mean())
-                history.log_eval(step, time.perf_counter() - start, eval_return,
-                                 float(returns.std()))
-                solved = config.target_return is not None and eval_return >= config.target_return
-            if bar is not None and (step % 1000 < n or solved):
-                bar.update(step - bar.n)
-                bar.set_postfix(ret=f"{history.recent_return(5):.0f}", eval=f"{eval_return:.0f}")
-    finally:
-        if bar is not None:
-            bar.close()
-        runner.close()
-    return SACResult(learner, history, solved, eval_return, step, time.perf_counter() - start)
+    from rlkit.algorithms import SACSpec
+    from rlkit.training import train_single_process
 
+    return train_single_process(SACSpec(config), progress)

@@ -172,7 +172,8 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        config = SACConfig(hidden=hidden, batch_size=batch_size)
+        config = SACConfig(hidden=hidden, batch_size=batch_size,
+                           learning_starts=max(1_000, batch_size))
         learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), config, device)
         buffer = TensorReplayBuffer(100_000, 3, 1, device)
         rng = np.random.default_rng(0)

@@ -91,3 +91,32 @@ def test_resource_plan_fits_the_machine():
         plan_resources(100, 2.0)
     with pytest.raises(ValueError, match="num_workers=0"):
         plan_resources(0, 2.0)
+
+
+@pytest.mark.parametrize("cpus", [1.0, 2.0, 3.0, 16.0])
+def test_resource_plan_never_overbooks(cpus):
+    for workers in range(1, 9):
+        plan = plan_resources(workers, cpus)
+        assert plan.learner_cpus + workers * plan.worker_cpus <= cpus, (workers, plan)
+        assert plan.worker_cpus * 1e4 == int(plan.worker_cpus * 1e4)  # Ray's 1e-4 granularity
+
+
+def test_rate_limiter_matches_the_single_process_when_starts_is_odd():
+    # single process with learning_starts=1001, train_every=2 updates at steps 1002 and 1004
+    assert updates_due(1004, learning_starts=1001, train_every=2) == 2
+    cfg = DQNConfig(total_steps=600, learning_starts=201, batch_size=32, eval_every=600,
+                    eval_episodes=1, target_return=None, hidden=(32, 32))
+    assert train_dqn(cfg).learner.updates == updates_due(600, 201, cfg.train_every) == 200
+
+
+def test_sac_learner_weights_are_copies():
+    from rlkit.sac import SACConfig, SACLearner
+
+    learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), SACConfig(hidden=(8,)))
+    weights = learner.get_weights()
+    with torch.no_grad():
+        for p in learner.actor.parameters():
+            p.add_(1.0)
+    assert not any(np.array_equal(weights[k], v.numpy())
+                   for k, v in learner.actor.state_dict().items() if k in weights
+                   and k not in ("scale", "bias"))

@@ -1,0 +1,125 @@
+"""Render the README's results block from the JSON files the notebooks and benchmarks write.
+
+    python -m benchmarks.render_readme [--results DIR] [--runtimes FILE]
+
+Replaces the text between ``<!-- results:start -->`` and ``<!-- results:end -->`` in README.md.
+``--results`` is the folder holding the notebooks' ``*.json`` (default ``results/``);
+``--runtimes`` is a JSON mapping of notebook file name to seconds (from ``pytest --durations``
+or a timed run); benchmark figures come from ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def _load(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "not measured"
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def render(results: Path, runtimes: dict[str, float]) -> str:
+    nb01 = _load(results / "01_dqn_single_process.json")
+    nb02 = _load(results / "02_dqn_ray_parallel.json")
+    nb03 = _load(results / "03_sac_gpu_ray.json")
+    tts = _load(ROOT / "benchmarks" / "results" / "time_to_solve.json")
+    lines = ["| notebook | what you learn | runtime (2-core CPU) | headline result |",
+             "| --- | --- | --- | --- |"]
+    lines.append("| [00 · Ray core, measured](notebooks/00_ray_core.ipynb) | tasks, object refs, "
+                 "`ray.put`/`get`/`wait`, actors, resources and the pending-actor trap; the cost "
+                 "of a remote call, measured | "
+                 f"{_fmt_time(runtimes.get('00_ray_core.ipynb'))} | batching 2,000 transitions "
+                 "into one call vs 2,000 calls, measured in the notebook |")
+    if nb01:
+        seeds = nb01["seeds"]
+        lines.append(
+            "| [01 · DQN on CartPole, one process](notebooks/01_dqn_single_process.ipynb) | "
+            "termination vs truncation, Q-network, replay buffer, TD target, target network, "
+            "Double DQN, epsilon schedule, greedy evaluation, 3 seeds | "
+            f"{_fmt_time(runtimes.get('01_dqn_single_process.ipynb'))} | greedy eval >= 475 in "
+            f"{sum(s['solved'] for s in seeds.values())} of {len(seeds)} seeds; median "
+            f"{nb01['median_env_steps']:,.0f} env steps, {nb01['median_wall_seconds']:.0f} s |")
+    if nb02:
+        lines.append(
+            "| [02 · DQN as Ray actors](notebooks/02_dqn_ray_parallel.ipynb) | parameter server, "
+            "rollout workers, learner owning the buffer, evaluator; naive vs batched; scaling; "
+            "rate limiter; a worker killed and restarted | "
+            f"{_fmt_time(runtimes.get('02_dqn_ray_parallel.ipynb'))} | eval "
+            f"{nb02['eval_return']:.0f} after {nb02['env_steps']:,} env steps, "
+            f"{nb02['wall_seconds']:.0f} s, {nb02['worker_restarts']} worker restart; batched "
+            f"{nb02['batched_steps_per_second'] / nb02['naive_steps_per_second']:.0f}x naive |")
+    if nb03:
+        lines.append(
+            "| [03 · distributed SAC, GPU learner](notebooks/03_sac_gpu_ray.ipynb) | squashed "
+            "Gaussian, twin critics, learned temperature; `num_gpus`, `CUDA_VISIBLE_DEVICES`, "
+            "GPU memory release; learner speed per device | "
+            f"{_fmt_time(runtimes.get('03_sac_gpu_ray.ipynb'))} | Pendulum eval "
+            f"{nb03['eval_return']:.0f} (>= -200) after {nb03['env_steps']:,} env steps, "
+            f"{nb03['wall_seconds']:.0f} s, learner on {nb03['device']} |")
+    out = lines + [""]
+    if nb01:
+        out += ["**Notebook 01, per seed** (greedy eval over 20 episodes; wall seconds include "
+                "the evaluations):", "", "| seed | solved | env steps | wall seconds |",
+                "| --- | --- | --- | --- |"]
+        out += [f"| {s} | {v['solved']} | {v['env_steps']:,} | {v['wall_seconds']:.1f} |"
+                for s, v in nb01["seeds"].items()] + [""]
+    if nb02:
+        by = nb02["steps_per_second_by_workers"]
+        out += ["**Notebook 02, rollout throughput** (env steps per second, learner off, "
+                f"{nb02['cpus']} CPUs):", "", "| design | env steps/s | vs naive |",
+                "| --- | --- | --- |",
+                f"| naive: one remote call per step | {nb02['naive_steps_per_second']:,.0f} | 1x |",
+                f"| same loop in one process, no Ray | "
+                f"{nb02['single_process_steps_per_second']:,.0f} | "
+                f"{nb02['single_process_steps_per_second'] / nb02['naive_steps_per_second']:.0f}x |"]
+        one = by["1"]
+        out += [f"| batched, {k} worker{'s' if k != '1' else ''} | {v:,.0f} | "
+                f"{v / nb02['naive_steps_per_second']:.0f}x ({v / one:.2f}x one worker) |"
+                for k, v in by.items()] + [""]
+    if nb03:
+        out += ["**Notebook 03, SAC learner alone** (256x256 networks, batch 256, buffer on the "
+                "same device):", "", "| device | updates/s |", "| --- | --- |"]
+        out += [f"| {k} | {v:.0f} |" for k, v in nb03["learner_updates_per_second"].items()]
+        out += [""]
+    if tts:
+        m = tts["machine"]
+        out += [f"**Time to solve, 3 seeds** (`python -m benchmarks.time_to_solve`; {m['cpu']}, "
+                f"{m['logical_cores']} logical cores, GPU: {m['gpu'] or 'none'}; torch "
+                f"{m['torch']}, Ray {m['ray']}):", "",
+                "| run | solved | median env steps (range) | median wall s (range) | ms per env step |",
+                "| --- | --- | --- | --- | --- |"]
+        for key, s in tts["summary"].items():
+            out.append(f"| {key} | {s['solved']}/{s['seeds']} | {s['median_env_steps']:,.0f} "
+                       f"({s['range_env_steps'][0]:,}-{s['range_env_steps'][1]:,}) | "
+                       f"{s['median_wall_seconds']:.1f} ({s['range_wall_seconds'][0]:.1f}-"
+                       f"{s['range_wall_seconds'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
+        out += [""]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=ROOT / "results")
+    parser.add_argument("--runtimes", type=Path, default=None)
+    args = parser.parse_args()
+    runtimes = json.loads(args.runtimes.read_text()) if args.runtimes else {}
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{render(args.results, runtimes)}\n{END}{tail}")
+    print("README results block rewritten")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Time to solve, per seed: DQN on CartPole-v1 and SAC on Pendulum-v1, one process vs Ray.
+
+Writes ``benchmarks/results/time_to_solve.json``. Each run stops at its first evaluation that
+reaches the target (greedy eval >= 475 for DQN, deterministic eval >= -200 for SAC) or at the
+step budget. Wall seconds count from the end of set-up for both (the Ray actors' start-up is
+recorded separately as ``startup_seconds``).
+
+    python -m benchmarks.time_to_solve [--seeds 0,1,2] [--algos dqn,sac] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from benchmarks.machine import describe_machine
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--algos", default="dqn,sac")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+
+    import ray
+
+    from rlkit.dqn import DQNConfig, train_dqn
+    from rlkit.parallel import init_ray, train_dqn_ray, train_sac_ray
+    from rlkit.sac import SACConfig, train_sac
+
+    runs: dict[str, dict[str, dict]] = {}
+    plans = {"dqn": (DQNConfig, train_dqn, train_dqn_ray), "sac": (SACConfig, train_sac, train_sac_ray)}
+    init_ray()
+    try:
+        for algo in args.algos.split(","):
+            config_cls, single, distributed = plans[algo]
+            for mode in ("single", f"ray_{args.workers}_workers"):
+                key = f"{algo}_{mode}"
+                runs[key] = {}
+                for seed in seeds:
+                    config = config_cls(seed=seed)
+                    if mode == "single":
+                        r = single(config)
+                        extra = {}
+                    else:
+                        r = distributed(config, num_workers=args.workers)
+                        extra = {"startup_seconds": r.startup_seconds, "device": r.device}
+                    runs[key][str(seed)] = {"solved": r.solved, "eval_return": r.eval_return,
+                                            "env_steps": r.env_steps,
+                                            "wall_seconds": r.wall_seconds, **extra}
+                    print(key, seed, runs[key][str(seed)], flush=True)
+    finally:
+        ray.shutdown()
+    summary = {}
+    for key, by_seed in runs.items():
+        walls = [v["wall_seconds"] for v in by_seed.values()]
+        steps = [v["env_steps"] for v in by_seed.values()]
+        summary[key] = {"solved": sum(v["solved"] for v in by_seed.values()),
+                        "seeds": len(by_seed),
+                        "median_wall_seconds": statistics.median(walls),
+                        "range_wall_seconds": [min(walls), max(walls)],
+                        "median_env_steps": statistics.median(steps),
+                        "range_env_steps": [min(steps), max(steps)],
+                        "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "time_to_solve.json"
+    out.write_text(json.dumps({"machine": describe_machine(), "summary": summary, "runs": runs},
+                              indent=1))
+    print(json.dumps(summary, indent=1))
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
