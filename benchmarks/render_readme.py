@@ -4,8 +4,9 @@
 
 Replaces the text between ``<!-- results:start -->`` and ``<!-- results:end -->`` in README.md.
 ``--results`` is the folder holding the notebooks' ``*.json`` (default ``results/``);
-``--runtimes`` is a JSON mapping of notebook file name to seconds (from ``pytest --durations``
-or a timed run); benchmark figures come from ``benchmarks/results/``.
+``--runtimes`` is the timed ``make test`` run (default
+``benchmarks/results/notebook_runtimes.json``); benchmark figures come from
+``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -28,11 +29,16 @@ def _fmt_time(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def render(results: Path, runtimes: dict[str, float]) -> str:
+def render(results: Path, timing: dict) -> str:
+    runtimes = timing.get("notebooks_seconds", {})
     nb01 = _load(results / "01_dqn_single_process.json")
     nb02 = _load(results / "02_dqn_ray_parallel.json")
     nb03 = _load(results / "03_sac_gpu_ray.json")
-    tts = _load(ROOT / "benchmarks" / "results" / "time_to_solve.json")
+    bench = ROOT / "benchmarks" / "results"
+    tts = _load(bench / "time_to_solve.json")
+    rollout = _load(bench / "rollout.json")
+    learner = _load(bench / "learner.json")
+    sync = _load(bench / "weight_sync.json")
     lines = ["| notebook | what you learn | runtime (2-core CPU) | headline result |",
              "| --- | --- | --- | --- |"]
     lines.append("| [00 · Ray core, measured](notebooks/00_ray_core.ipynb) | tasks, object refs, "
@@ -55,8 +61,8 @@ def render(results: Path, runtimes: dict[str, float]) -> str:
             "rollout workers, learner owning the buffer, evaluator; naive vs batched; scaling; "
             "rate limiter; a worker killed and restarted | "
             f"{_fmt_time(runtimes.get('02_dqn_ray_parallel.ipynb'))} | eval "
-            f"{nb02['eval_return']:.0f} after {nb02['env_steps']:,} env steps, "
-            f"{nb02['wall_seconds']:.0f} s, {nb02['worker_restarts']} worker restart; batched "
+            f"{nb02['eval_return']:.0f} at {nb02['solved_at_env_steps']:,} env steps, "
+            f"{nb02['solved_at_seconds']:.0f} s, {nb02['worker_restarts']} worker restart; batched "
             f"{nb02['batched_steps_per_second'] / nb02['naive_steps_per_second']:.0f}x naive |")
     if nb03:
         lines.append(
@@ -64,9 +70,15 @@ def render(results: Path, runtimes: dict[str, float]) -> str:
             "Gaussian, twin critics, learned temperature; `num_gpus`, `CUDA_VISIBLE_DEVICES`, "
             "GPU memory release; learner speed per device | "
             f"{_fmt_time(runtimes.get('03_sac_gpu_ray.ipynb'))} | Pendulum eval "
-            f"{nb03['eval_return']:.0f} (>= -200) after {nb03['env_steps']:,} env steps, "
-            f"{nb03['wall_seconds']:.0f} s, learner on {nb03['device']} |")
+            f"{nb03['eval_return']:.0f} (>= -200) at {nb03['solved_at_env_steps']:,} env steps, "
+            f"{nb03['solved_at_seconds']:.0f} s, learner on {nb03['device']} |")
     out = lines + [""]
+    if timing:
+        out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
+                f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
+                f"{timing['pytest_seconds'] / 60:.1f} min of tests (unit tests "
+                f"{timing['unit_tests_seconds']:.0f} s, the rest the notebooks). Source: "
+                f"{timing['source']}.", ""]
     if nb01:
         out += ["**Notebook 01, per seed** (greedy eval over 20 episodes; wall seconds include "
                 "the evaluations):", "", "| seed | solved | env steps | wall seconds |",
@@ -79,11 +91,15 @@ def render(results: Path, runtimes: dict[str, float]) -> str:
                 f"{nb02['cpus']} CPUs):", "", "| design | env steps/s | vs naive |",
                 "| --- | --- | --- |",
                 f"| naive: one remote call per step | {nb02['naive_steps_per_second']:,.0f} | 1x |",
-                f"| same loop in one process, no Ray | "
+                f"| batched calls, 1 env per worker | "
+                f"{nb02['batched_one_env_steps_per_second']:,.0f} | "
+                f"{nb02['batched_one_env_steps_per_second'] / nb02['naive_steps_per_second']:.0f}x |",
+                f"| same loop (8 envs) in one process, no Ray | "
                 f"{nb02['single_process_steps_per_second']:,.0f} | "
                 f"{nb02['single_process_steps_per_second'] / nb02['naive_steps_per_second']:.0f}x |"]
         one = by["1"]
-        out += [f"| batched, {k} worker{'s' if k != '1' else ''} | {v:,.0f} | "
+        out += [f"| batched calls, 8 envs per worker, {k} worker{'s' if k != '1' else ''} | "
+                f"{v:,.0f} | "
                 f"{v / nb02['naive_steps_per_second']:.0f}x ({v / one:.2f}x one worker) |"
                 for k, v in by.items()] + [""]
     if nb03:
@@ -96,23 +112,48 @@ def render(results: Path, runtimes: dict[str, float]) -> str:
         out += [f"**Time to solve, 3 seeds** (`python -m benchmarks.time_to_solve`; {m['cpu']}, "
                 f"{m['logical_cores']} logical cores, GPU: {m['gpu'] or 'none'}; torch "
                 f"{m['torch']}, Ray {m['ray']}):", "",
-                "| run | solved | median env steps (range) | median wall s (range) | ms per env step |",
+                "| run | solved | median env steps to solve (range) | median seconds to solve (range) | ms per env step |",
                 "| --- | --- | --- | --- | --- |"]
         for key, s in tts["summary"].items():
-            out.append(f"| {key} | {s['solved']}/{s['seeds']} | {s['median_env_steps']:,.0f} "
-                       f"({s['range_env_steps'][0]:,}-{s['range_env_steps'][1]:,}) | "
-                       f"{s['median_wall_seconds']:.1f} ({s['range_wall_seconds'][0]:.1f}-"
-                       f"{s['range_wall_seconds'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
+            out.append(f"| {key} | {s['solved']}/{s['seeds']} | {s['median_steps_to_solve']:,.0f} "
+                       f"({s['range_steps_to_solve'][0]:,}-{s['range_steps_to_solve'][1]:,}) | "
+                       f"{s['median_seconds_to_solve']:.1f} ({s['range_seconds_to_solve'][0]:.1f}-"
+                       f"{s['range_seconds_to_solve'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
         out += [""]
+    if rollout:
+        out += ["**`make bench` rollout throughput** (learner off; ceiling = the same 8-env loop in "
+                "one process):", "", "| run | env steps/s | efficiency vs k x ceiling |",
+                "| --- | --- | --- |",
+                f"| raw env, random actions, one process | {rollout['raw_env_random_actions']:,.0f} | |",
+                f"| env + policy, 8 envs, one process | "
+                f"{rollout['single_process_env_plus_policy']:,.0f} | 1.00 |",
+                f"| naive, one call per step | {rollout['naive_per_step_calls']:,.0f} | "
+                f"{rollout['naive_per_step_calls'] / rollout['single_process_env_plus_policy']:.2f} |"]
+        out += [f"| batched, {k} worker(s) | {v:,.0f} | {rollout['efficiency'][k]:.2f} |"
+                for k, v in rollout["batched"].items()] + [""]
+    if learner:
+        out += ["**`make bench` learner alone** (updates/s):", "", "| learner | device | updates/s |",
+                "| --- | --- | --- |"]
+        out += [f"| {name} | {dev} | {v:,.0f} |"
+                for name, by in learner["updates_per_second"].items() for dev, v in by.items()]
+        out += [""]
+    if sync:
+        out += ["**`make bench` weight sync** (median; publish = `get_weights` + `ray.put` + "
+                "server call, fetch = version check + `ray.get` + load):", "",
+                "| network | KB | publish ms | fetch ms | total ms |", "| --- | --- | --- | --- | --- |"]
+        out += [f"| {name} | {r['bytes'] / 1024:.0f} | {r['publish_ms_median']:.2f} | "
+                f"{r['fetch_ms_median']:.2f} | {r['total_ms_median']:.2f} |"
+                for name, r in sync["results"].items()] + [""]
     return "\n".join(out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "results")
-    parser.add_argument("--runtimes", type=Path, default=None)
+    parser.add_argument("--runtimes", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "notebook_runtimes.json")
     args = parser.parse_args()
-    runtimes = json.loads(args.runtimes.read_text()) if args.runtimes else {}
+    runtimes = json.loads(args.runtimes.read_text()) if args.runtimes.exists() else {}
     readme = ROOT / "README.md"
     text = readme.read_text()
     head, rest = text.split(START, 1)
