@@ -23,8 +23,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
 	touch $(STAMP)
 
+# JupyterLab refuses to run as root (containers often do) unless told; it listens on localhost only.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Unit tests, then every notebook top to bottom under nbval (assert cells must pass).
 test: $(STAMP)
