@@ -27,13 +27,12 @@ from rlkit.buffers import Batch
 from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
 from rlkit.networks import load_numpy_weights
-from rlkit.parameter_server import ParameterServer
 from rlkit.rollout import EnvRunner
 from rlkit.sac import check_finite
 
 Weights = dict[str, np.ndarray]
 
-__all__ = ["Evaluator", "FragmentStats", "LearnerWorker", "ParameterServer", "RolloutWorker"]
+__all__ = ["Evaluator", "FragmentStats", "LearnerWorker", "RolloutWorker", "learner_device"]
 
 
 @dataclass
@@ -76,7 +75,8 @@ class RolloutWorker:
         spec: The algorithm spec (holds the run's config: env id, network shape, seed).
         worker_index: ``i``; the worker seeds its envs and RNG with ``seed + 1000 * (i+1)``
             (plus ``100_000 * restart`` after a restart) so workers never share a random stream.
-        parameter_server: A :class:`ParameterServer` or a Ray handle to one, or ``None``
+        parameter_server: A :class:`rlkit.parameter_server.ParameterServer`, a Ray handle to
+            one, or ``None``
             (then weights come only through :meth:`set_weights`).
         restart: How many times this worker index has been restarted.
         num_envs: Environments the worker steps in lockstep (one forward pass for all).
