@@ -32,3 +32,21 @@ def require_hidden(config: Any) -> None:
     hidden = config.hidden
     if not hidden or any(not isinstance(h, int) or isinstance(h, bool) or h < 1 for h in hidden):
         fail("hidden", hidden, "must be a non-empty tuple of positive ints", "use e.g. (256, 256)")
+
+
+def require_replay_settings(config: Any) -> None:
+    """The checks every off-policy config shares: a discount in [0, 1), a batch that fits the
+    buffer, and a warm-up that covers one batch and ends before the step budget."""
+    if not 0 <= config.gamma < 1:
+        fail("gamma", config.gamma, "must be in [0, 1)", "use a discount such as 0.99")
+    if config.batch_size > config.buffer_size:
+        fail("batch_size", config.batch_size, f"is larger than buffer_size={config.buffer_size}",
+             "lower batch_size or raise buffer_size")
+    if config.learning_starts < config.batch_size:
+        fail("learning_starts", config.learning_starts,
+             f"is smaller than batch_size={config.batch_size}",
+             "collect at least one batch of transitions before the first update")
+    if config.learning_starts >= config.total_steps:
+        fail("learning_starts", config.learning_starts,
+             f"is not below total_steps={config.total_steps}, so no update would ever run",
+             "lower learning_starts or raise total_steps")

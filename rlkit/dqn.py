@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from rlkit.buffers import Batch
-from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
+from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
+                                 require_replay_settings)
 from rlkit.envs import check_env_id
 from rlkit.networks import QNetwork, load_numpy_weights, make_adam
 
@@ -58,19 +59,7 @@ class DQNConfig:
                             "torch_threads"), 1)
         require_ints(self, ("seed", "learning_starts", "epsilon_decay_steps"), 0)
         require_positive_finite(self, ("learning_rate",), "1e-3")
-        if not 0 <= self.gamma < 1:
-            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
-        if self.batch_size > self.buffer_size:
-            fail("batch_size", self.batch_size, f"is larger than buffer_size={self.buffer_size}",
-                 "lower batch_size or raise buffer_size")
-        if self.learning_starts < self.batch_size:
-            fail("learning_starts", self.learning_starts,
-                 f"is smaller than batch_size={self.batch_size}",
-                 "collect at least one batch of transitions before the first update")
-        if self.learning_starts >= self.total_steps:
-            fail("learning_starts", self.learning_starts,
-                 f"is not below total_steps={self.total_steps}, so no update would ever run",
-                 "lower learning_starts or raise total_steps")
+        require_replay_settings(self)
         if not 0 < self.tau <= 1:
             fail("tau", self.tau, "must be in (0, 1]", "use 1.0 for a hard target copy")
         for name in ("epsilon_start", "epsilon_end"):

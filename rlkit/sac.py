@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from rlkit.buffers import TensorBatch
-from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
+from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
+                                 require_replay_settings)
 from rlkit.dqn import bootstrap_target
 from rlkit.envs import check_env_id
 from rlkit.networks import SquashedGaussianActor, TwinQ, make_adam
@@ -54,21 +55,9 @@ class SACConfig:
         require_ints(self, ("seed", "learning_starts"), 0)
         require_positive_finite(self, ("actor_lr", "critic_lr", "alpha_lr"), "1e-3")
         require_positive_finite(self, ("init_alpha",), "1.0")
-        if not 0 <= self.gamma < 1:
-            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
+        require_replay_settings(self)
         if not 0 < self.tau <= 1:
             fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
-        if self.batch_size > self.buffer_size:
-            fail("batch_size", self.batch_size, f"is larger than buffer_size={self.buffer_size}",
-                 "lower batch_size or raise buffer_size")
-        if self.learning_starts < self.batch_size:
-            fail("learning_starts", self.learning_starts,
-                 f"is smaller than batch_size={self.batch_size}",
-                 "collect at least one batch of transitions before the first update")
-        if self.learning_starts >= self.total_steps:
-            fail("learning_starts", self.learning_starts,
-                 f"is not below total_steps={self.total_steps}, so no update would ever run",
-                 "lower learning_starts or raise total_steps")
         require_hidden(self)
 
     def to_dict(self) -> dict[str, Any]:
