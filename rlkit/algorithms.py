@@ -20,10 +20,9 @@ from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
 from rlkit.dqn import (DQNConfig, DQNLearner, epsilon_greedy_policy, greedy_batch_policy,
                        linear_epsilon)
 from rlkit.envs import ActionKind, space_dims
+from rlkit.evaluation import BatchPolicy
 from rlkit.networks import QNetwork, SquashedGaussianActor
 from rlkit.sac import SACConfig, SACLearner, deterministic_batch_policy, sac_exploration_policy
-
-BatchPolicy = Callable[[np.ndarray], np.ndarray]
 
 
 class DQNSpec:

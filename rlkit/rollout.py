@@ -7,16 +7,13 @@ flag, and reports finished episodes' returns.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rlkit.buffers import Batch
 from rlkit.envs import ActionKind, make_env, space_dims
-
-BatchPolicy = Callable[[np.ndarray], np.ndarray]
-
+from rlkit.evaluation import BatchPolicy
 
 @dataclass
 class Fragment:
