@@ -15,6 +15,7 @@ from rlkit.buffers import Batch
 from rlkit.envs import ActionKind, make_env, space_dims
 from rlkit.evaluation import BatchPolicy
 
+
 @dataclass
 class Fragment:
     """Consecutive transitions from the runner's environments.
