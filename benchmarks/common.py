@@ -3,25 +3,36 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import describe_machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
+QUICK_RESULTS = RESULTS / "quick"
+
+
+def results_dir() -> Path:
+    """``benchmarks/results``, or the folder in ``$RLKIT_BENCH_RESULTS`` (the quick mode writes
+    to ``benchmarks/results/quick`` so that it never overwrites the full run's figures)."""
+    return Path(os.environ.get("RLKIT_BENCH_RESULTS", RESULTS))
 
 
 def write_result(name: str, data: dict[str, Any]) -> Path:
     """Write ``benchmarks/results/<name>.json`` with the machine description added."""
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    folder = results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps({"machine": describe_machine(), **data}, indent=1))
     print("wrote", path)
     return path
 
 
 def save_plot(fig: Any, name: str) -> Path:
-    path = RESULTS / f"{name}.png"
+    folder = results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     print("wrote", path)
     return path

@@ -3,7 +3,10 @@
     python -m benchmarks.learner [--seconds 3]
 
 CPU with 1 thread and with all threads, and the GPU when one exists. The buffer lives on the
-learner's device (SAC) or is a host numpy buffer (DQN).
+learner's device (SAC) or is a host numpy buffer (DQN). For SAC on one thread (and on the GPU)
+two options are compared too: sampling from a host numpy buffer with a copy per batch, and
+``SACConfig.compile_losses`` (``torch.compile``; compilation happens before the clock starts).
+DQN's update reads its loss with ``.item()`` every step, so it has no compiled variant.
 """
 
 from __future__ import annotations
@@ -62,11 +65,19 @@ def main() -> None:
         results["dqn (256x256, batch 64)"][label] = dqn_updates_per_second(args.seconds, threads)
         results["sac (256x256, batch 256)"][label] = sac_learner_updates_per_second(
             "cpu", args.seconds, threads=threads)
+    devices = [("cpu, 1 thread", "cpu")]
     if torch.cuda.is_available():
         label = f"cuda ({torch.cuda.get_device_name()})"
+        devices.append((label, "cuda"))
         results["dqn (256x256, batch 64)"][label] = dqn_updates_per_second(args.seconds, 1, "cuda")
         results["sac (256x256, batch 256)"][label] = sac_learner_updates_per_second(
             "cuda", args.seconds)
+    for label, device in devices:
+        sac = results["sac (256x256, batch 256)"]
+        sac[f"{label}, host numpy buffer"] = sac_learner_updates_per_second(
+            device, args.seconds, host_buffer=True)
+        sac[f"{label}, compiled losses"] = sac_learner_updates_per_second(
+            device, args.seconds, compile_losses=True)
     write_result("learner", {"updates_per_second": results,
                              "seconds_per_measurement": args.seconds})
     fig, axes = plt.subplots(1, 2, figsize=(10, 3))

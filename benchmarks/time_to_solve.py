@@ -15,11 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from pathlib import Path
 
-from benchmarks.machine import describe_machine
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks.common import write_result
 
 
 def main() -> None:
@@ -72,12 +69,8 @@ def main() -> None:
                         "median_steps_to_solve": statistics.median(steps),
                         "range_steps_to_solve": [min(steps), max(steps)],
                         "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "time_to_solve.json"
-    out.write_text(json.dumps({"machine": describe_machine(), "summary": summary, "runs": runs},
-                              indent=1))
     print(json.dumps(summary, indent=1))
-    print("wrote", out)
+    write_result("time_to_solve", {"summary": summary, "runs": runs})
 
 
 if __name__ == "__main__":

@@ -2,9 +2,16 @@
 
     python -m benchmarks.weight_sync [--repeats 200]
 
-Publish = the learner's ``get_weights`` + ``ray.put`` + the parameter server call; fetch = a
-worker's ``get_if_newer`` call + ``ray.get`` of the stored weights + loading them into its
-network. Measured for the DQN Q-network and the SAC actor, on a local Ray instance.
+Measured for the DQN Q-network and the SAC actor, on a local Ray instance, two ways:
+
+* **as training pays it** (the target): *publish* is what :meth:`LearnerWorker.publish` costs
+  the learner during training (``get_weights`` + ``ray.put`` + sending the server its reference,
+  without waiting for the answer); *fetch* is what :meth:`RolloutWorker.sync_weights` costs the
+  worker at the start of a fragment when a new version is waiting (read the answer it asked for
+  one fragment earlier, ``ray.get`` the stored weights, load them, send the next question).
+* **blocking latency**: the learner waits for the server to acknowledge, then the worker asks
+  and waits (two extra actor round trips): how long until a worker that insists on the newest
+  weights has them.
 """
 
 from __future__ import annotations
@@ -17,17 +24,38 @@ from benchmarks.common import write_result
 
 
 class _Fetcher:
-    """A stand-in rollout worker that only fetches weights (actor class for this benchmark)."""
+    """A stand-in rollout worker that only syncs weights (actor class for this benchmark)."""
 
     def __init__(self, spec, ps):
         from rlkit.actors import RolloutWorker
 
         self.worker = RolloutWorker(spec, 0, ps)
 
-    def fetch(self) -> float:
+    def prefetched_sync(self, version: int) -> float:
+        """Seconds of the sync that loads ``version``, timed only once its answer is back (as
+        it is in training, where a fragment's env steps hide the round trip)."""
+        import ray
+
+        while self.worker.version < version:
+            if self.worker.pending_sync is not None:
+                ray.wait([self.worker.pending_sync])  # untimed: overlaps acting in training
+            start = time.perf_counter()
+            self.worker.sync_weights()
+            seconds = time.perf_counter() - start
+        return seconds
+
+    def blocking_sync(self) -> float:
+        """Seconds to ask the server and load the answer, waiting for every reply."""
+        import ray
+
         start = time.perf_counter()
-        self.worker.sync_weights()
+        version, payload = ray.get(self.worker.parameter_server.get_if_newer.remote(-1))
+        self.worker.set_weights(ray.get(payload[0]), version)
         return time.perf_counter() - start
+
+
+def _median_ms(values: list[float]) -> float:
+    return 1e3 * statistics.median(values)
 
 
 def main() -> None:
@@ -37,9 +65,9 @@ def main() -> None:
 
     import ray
 
+    from rlkit.actors import LearnerWorker
     from rlkit.algorithms import DQNSpec, SACSpec
     from rlkit.dqn import DQNConfig
-    from rlkit.envs import make_env
     from rlkit.parallel import init_ray
     from rlkit.parameter_server import ParameterServer
     from rlkit.sac import SACConfig
@@ -50,24 +78,35 @@ def main() -> None:
         for name, spec in (("dqn q-network 256x256", DQNSpec(DQNConfig())),
                            ("sac actor 256x256", SACSpec(SACConfig(hidden=(256, 256)))),
                            ("sac actor 128x128 (notebook 03)", SACSpec(SACConfig()))):
-            env = make_env(spec.config.env_id, 0, spec.action_kind, spec.name)
-            learner = spec.make_learner(env, "cpu")
             ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
+            learner = LearnerWorker(spec, ps, use_ray_put=True, device="cpu")
             fetcher = ray.remote(_Fetcher).options(num_cpus=0).remote(spec, ps)
-            publish, fetch = [], []
+            publish, fetch, blocking_publish, blocking_fetch = [], [], [], []
             for _ in range(args.repeats):
                 start = time.perf_counter()
-                weights = learner.get_weights()
-                ray.get(ps.publish.remote([ray.put(weights)]))
+                version_updates = learner.publish(wait=False)
                 publish.append(time.perf_counter() - start)
-                fetch.append(ray.get(fetcher.fetch.remote()))
+                learner.flush()  # untimed: in training the learner never waits for this
+                version = ray.get(ps.get_version.remote())
+                fetch.append(ray.get(fetcher.prefetched_sync.remote(version)))
+
+                start = time.perf_counter()
+                learner.publish(wait=True)
+                blocking_publish.append(time.perf_counter() - start)
+                blocking_fetch.append(ray.get(fetcher.blocking_sync.remote()))
+            assert version_updates == learner.learner.updates
             nbytes = sum(v.nbytes for v in learner.get_weights().values())
-            results[name] = {"bytes": nbytes,
-                             "publish_ms_median": 1e3 * statistics.median(publish),
-                             "fetch_ms_median": 1e3 * statistics.median(fetch),
-                             "total_ms_median": 1e3 * (statistics.median(publish)
-                                                       + statistics.median(fetch))}
-            print(name, results[name])
+            results[name] = {
+                "bytes": nbytes,
+                "publish_ms_median": _median_ms(publish),
+                "fetch_ms_median": _median_ms(fetch),
+                "total_ms_median": _median_ms(publish) + _median_ms(fetch),
+                "blocking_publish_ms_median": _median_ms(blocking_publish),
+                "blocking_fetch_ms_median": _median_ms(blocking_fetch),
+                "blocking_total_ms_median": (_median_ms(blocking_publish)
+                                             + _median_ms(blocking_fetch)),
+            }
+            print(name, {k: round(v, 2) for k, v in results[name].items()})
             for handle in (fetcher, ps):
                 ray.kill(handle)
     finally:

@@ -46,12 +46,12 @@ class FragmentStats:
     seconds: float
 
 
-def _unwrap(payload: Any) -> Weights:
+def _unwrap(payload: Any, timeout_s: float) -> Weights:
     """Weights from a parameter-server payload: plain dict, or ``[ObjectRef]`` under Ray."""
     if isinstance(payload, list):
         import ray
 
-        return ray.get(payload[0])
+        return ray.get(payload[0], timeout=timeout_s)
     return payload
 
 
@@ -80,10 +80,11 @@ class RolloutWorker:
             (then weights come only through :meth:`set_weights`).
         restart: How many times this worker index has been restarted.
         num_envs: Environments the worker steps in lockstep (one forward pass for all).
+        timeout_s: Longest wait for the parameter server before raising ``GetTimeoutError``.
     """
 
     def __init__(self, spec: AlgorithmSpec, worker_index: int, parameter_server: Any = None,
-                 restart: int = 0, num_envs: int = 1) -> None:
+                 restart: int = 0, num_envs: int = 1, timeout_s: float = 120.0) -> None:
         torch.set_num_threads(1)
         self.index = worker_index
         seed = spec.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
@@ -95,6 +96,8 @@ class RolloutWorker:
                                               np.random.default_rng(seed),
                                               lambda: self.exploration)
         self.parameter_server = parameter_server
+        self.timeout_s = timeout_s
+        self.pending_sync: Any = None  # under Ray: the get_if_newer call sent at the last sync
         self.version = 0
 
     def set_weights(self, weights: Weights, version: int) -> None:
@@ -102,19 +105,37 @@ class RolloutWorker:
         self.version = version
 
     def sync_weights(self) -> None:
-        """Fetch weights from the parameter server if it holds a newer version."""
+        """Take a newer weights version from the parameter server, if it holds one.
+
+        In one process this is a direct call. Under Ray the question "anything newer than my
+        version?" is a remote call (about 1 ms), so the worker asks it one fragment *ahead*:
+        it reads the answer to the question it sent at the previous sync (ready by now, since a
+        fragment takes longer than a round trip), loads the weights if they are newer, and sends
+        the next question before acting. The round trip then overlaps the env steps, at the
+        cost of acting on weights at most one fragment staler. The very first sync waits, so
+        no fragment is collected with untrained initial weights once a version exists.
+        """
         ps = self.parameter_server
         if ps is None:
             return
-        if hasattr(ps.get_if_newer, "remote"):
-            import ray
+        if not hasattr(ps.get_if_newer, "remote"):
+            self._apply(ps.get_if_newer(self.version))
+            return
+        import ray
 
-            newer = ray.get(ps.get_if_newer.remote(self.version))
-        else:
-            newer = ps.get_if_newer(self.version)
+        pending, self.pending_sync = self.pending_sync, None
+        if pending is None:  # first sync: ask and wait for the answer
+            pending = ps.get_if_newer.remote(self.version)
+        elif not ray.wait([pending], timeout=0)[0]:  # not back yet: keep acting, ask later
+            self.pending_sync = pending
+            return
+        self._apply(ray.get(pending, timeout=self.timeout_s))
+        self.pending_sync = ps.get_if_newer.remote(self.version)  # the answer for next time
+
+    def _apply(self, newer: tuple[int, Any] | None) -> None:
         if newer is not None:
             version, payload = newer
-            self.set_weights(_unwrap(payload), version)
+            self.set_weights(_unwrap(payload, self.timeout_s), version)
 
     def collect(self, num_steps: int, exploration: float) -> tuple[Batch, FragmentStats]:
         """Sync weights, then take ``num_steps`` env steps in total (``ceil(num_steps /
@@ -151,11 +172,12 @@ class LearnerWorker:
         use_ray_put: Store each published version with ``ray.put`` (under Ray).
         device: ``"auto"`` (GPU if visible, else CPU), ``"cpu"`` or ``"cuda"``. The buffer
             lives there too when the algorithm's buffer is a tensor buffer (SAC).
+        timeout_s: Longest wait for the parameter server before raising ``GetTimeoutError``.
     """
 
     def __init__(self, spec: AlgorithmSpec, parameter_server: Any = None,
-                 publish_every: int = 10, use_ray_put: bool = False, device: str = "auto"
-                 ) -> None:
+                 publish_every: int = 10, use_ray_put: bool = False, device: str = "auto",
+                 timeout_s: float = 120.0) -> None:
         config = spec.config
         torch.set_num_threads(config.torch_threads)
         torch.manual_seed(config.seed)
@@ -168,6 +190,7 @@ class LearnerWorker:
         self.parameter_server = parameter_server
         self.publish_every = publish_every
         self.use_ray_put = use_ray_put
+        self.timeout_s = timeout_s
         self.published_at = 0  # update count of the last publication
         self.pending_publish: Any = None
 
@@ -202,7 +225,7 @@ class LearnerWorker:
         if self.pending_publish is not None:
             import ray
 
-            ray.get(self.pending_publish)
+            ray.get(self.pending_publish, timeout=self.timeout_s)
             self.pending_publish = None
 
     def add_and_train(self, batch: Batch, num_updates: int) -> dict[str, float]:

@@ -47,6 +47,7 @@ class SACConfig:
     eval_episodes: int = 10
     target_return: float | None = -200.0  # stop once a deterministic eval reaches it
     torch_threads: int = 1
+    compile_losses: bool = False  # torch.compile the critic and actor losses (see make bench)
 
     def __post_init__(self) -> None:
         check_env_id(self.env_id)
@@ -59,6 +60,9 @@ class SACConfig:
         if not 0 < self.tau <= 1:
             fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
         require_hidden(self)
+        if not isinstance(self.compile_losses, bool):
+            fail("compile_losses", self.compile_losses, "must be True or False",
+                 "use compile_losses=True to torch.compile the losses")
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready values."""
@@ -141,6 +145,12 @@ class SACLearner:
         self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
         self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr)
         self.updates = 0
+        # torch.compile fuses each loss's small ops; the first updates pay the compilation
+        # (about 20 s on a 2-core CPU), so it pays off only in long runs: see `make bench`
+        self._critic_loss_fn = torch.compile(sac_critic_loss) if config.compile_losses \
+            else sac_critic_loss
+        self._actor_loss_fn = torch.compile(sac_actor_loss) if config.compile_losses \
+            else sac_actor_loss
 
     def update(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
         """One step of each loss on ``batch`` (tensors on ``self.device``).
@@ -151,13 +161,13 @@ class SACLearner:
             host wait for the GPU, so callers read them once per many updates.
         """
         alpha = self.log_alpha.detach().exp()
-        critic_loss = sac_critic_loss(self.critic, self.critic_target, self.actor, batch, alpha,
-                                      self.config.gamma)
+        critic_loss = self._critic_loss_fn(self.critic, self.critic_target, self.actor, batch,
+                                           alpha, self.config.gamma)
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
         self.critic_opt.step()
 
-        actor_loss, log_prob = sac_actor_loss(self.actor, self.critic, batch.obs, alpha)
+        actor_loss, log_prob = self._actor_loss_fn(self.actor, self.critic, batch.obs, alpha)
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()

@@ -153,29 +153,35 @@ def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
 
 def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
                                    batch_size: int = 256, hidden: tuple[int, ...] = (256, 256),
-                                   threads: int = 1) -> float:
+                                   threads: int = 1, host_buffer: bool = False,
+                                   compile_losses: bool = False) -> float:
     """Gradient updates per second of the SAC learner alone, sampling from a full buffer.
 
-    The buffer (100k Pendulum-sized transitions) lives on ``device``, so each update samples
-    and trains without a host-device copy or a host sync; the clock stops after a device
-    synchronisation, so queued GPU work is counted.
+    By default the buffer (100k Pendulum-sized transitions) lives on ``device``, so each update
+    samples and trains without a host-device copy or a host sync; the clock stops after a
+    device synchronisation, so queued GPU work is counted.
 
     Args:
         device: ``"cpu"`` or ``"cuda"``.
         seconds: How long to measure (after a warm-up).
         batch_size, hidden: The learner's batch size and network widths.
         threads: Torch CPU threads.
+        host_buffer: Sample from a numpy buffer in host memory and copy each batch to
+            ``device`` (the design the device-resident buffer replaces), for comparison.
+        compile_losses: ``SACConfig.compile_losses``; the compilation happens in the warm-up,
+            before the clock starts.
     """
-    from rlkit.buffers import Batch, TensorReplayBuffer
+    from rlkit.buffers import Batch, ReplayBuffer, TensorBatch, TensorReplayBuffer
     from rlkit.sac import SACConfig, SACLearner
 
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         config = SACConfig(hidden=hidden, batch_size=batch_size,
-                           learning_starts=max(1_000, batch_size))
+                           learning_starts=max(1_000, batch_size), compile_losses=compile_losses)
         learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), config, device)
-        buffer = TensorReplayBuffer(100_000, 3, 1, device)
+        host = ReplayBuffer(100_000, 3, 1) if host_buffer else None
+        buffer = host if host is not None else TensorReplayBuffer(100_000, 3, 1, device)
         rng = np.random.default_rng(0)
         n = 100_000
         buffer.add_batch(Batch(rng.normal(size=(n, 3)).astype(np.float32),
@@ -188,13 +194,19 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
             if learner.device.type == "cuda":
                 torch.cuda.synchronize(learner.device)
 
+        def sample() -> TensorBatch:
+            if host is None:
+                return buffer.sample(batch_size)
+            b = host.sample(batch_size)  # numpy on the host: copy every field to the device
+            return TensorBatch(*(torch.as_tensor(x, device=learner.device) for x in b))
+
         for _ in range(20):
-            learner.update(buffer.sample(batch_size))
+            learner.update(sample())
         sync()
         updates, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
             for _ in range(10):
-                learner.update(buffer.sample(batch_size))
+                learner.update(sample())
             updates += 10
             sync()
         return updates / (time.perf_counter() - start)

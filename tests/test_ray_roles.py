@@ -1,6 +1,7 @@
 """The same roles under a real local Ray cluster (2 CPUs, no dashboard), and the driver."""
 
 import dataclasses
+import time
 
 import numpy as np
 import psutil
@@ -55,6 +56,12 @@ def test_roles_as_ray_actors(ray_cluster):
         metrics = ray.get(learner.add_and_train.remote(batch_ref, 10))
         assert metrics["updates"] == 10 and metrics["buffer_size"] == 300
         assert ray.get(ps.get_version.remote()) == 3  # 1 + publications after updates 5, 10
+        # the worker asks "anything newer?" one fragment ahead: the question it sent during the
+        # first collect (when version 1 was the newest) is answered "no", so this fragment
+        # still acts with version 1, and the next one with version 3
+        _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
+        assert ray.get(stats_ref).weights_version == 1
+        time.sleep(0.5)  # in training a fragment's env steps give the answer time to arrive
         _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
         assert ray.get(stats_ref).weights_version == 3
         # the payload is one object in the store, the same one every worker fetches
