@@ -101,7 +101,9 @@ def test_train_sac_ray_short_run_on_cpu(ray_cluster):
     assert result.device == "cpu"  # this cluster has no GPU, so the learner did not ask for one
     assert result.env_steps == 800
     assert result.updates == updates_due(800, cfg.learning_starts, cfg.train_every) == 500
-    assert len(result.history.episode_returns) == 4  # Pendulum episodes are 200 steps
+    # Pendulum episodes are 200 steps; the 8 fragments of 100 steps go to whichever worker is
+    # free, so an even split between the two workers gives 4 whole episodes and an odd one 3
+    assert len(result.history.episode_returns) in (3, 4)
     assert np.isfinite(result.history.losses).all() and result.history.eval_steps[-1] == 800
     assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in result.weights.values())
 
