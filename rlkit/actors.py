@@ -24,6 +24,7 @@ import torch
 
 from rlkit.algorithms import AlgorithmSpec
 from rlkit.buffers import Batch
+from rlkit.checkpoint import to_cpu
 from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
 from rlkit.networks import load_numpy_weights
@@ -259,6 +260,22 @@ class LearnerWorker:
 
     def get_weights(self) -> Weights:
         return self.learner.get_weights()
+
+    def state(self, include_buffer: bool) -> dict[str, Any]:
+        """``{"learner": state_dict, "buffer": state_dict or None}`` on the CPU, for a
+        checkpoint (see :mod:`rlkit.checkpoint`)."""
+        self.flush()
+        return to_cpu({"learner": self.learner.state_dict(),
+                       "buffer": self.buffer.state_dict() if include_buffer else None})
+
+    def restore(self, learner_state: dict[str, Any], buffer_state: dict[str, Any] | None
+                ) -> int:
+        """Load a checkpoint's learner (and buffer, if saved); return the update count."""
+        self.learner.load_state_dict(learner_state)
+        if buffer_state is not None:
+            self.buffer.load_state_dict(buffer_state)
+        self.published_at = self.learner.updates
+        return self.learner.updates
 
     def num_updates(self) -> int:
         return self.learner.updates

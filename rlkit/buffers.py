@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -45,6 +45,17 @@ class Batch(NamedTuple):
 
     def __len__(self) -> int:
         return len(self.rewards)
+
+
+_FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
+
+
+def _check_buffer_state(state: dict[str, Any], capacity: int) -> None:
+    if state["capacity"] != capacity:
+        raise ValueError(
+            f"the checkpoint's replay buffer has capacity {state['capacity']}, this run's "
+            f"buffer_size is {capacity}. Fix: set buffer_size={state['capacity']}, or resume "
+            f"from a checkpoint saved with checkpoint_buffer=False.")
 
 
 class ReplayBuffer:
@@ -126,6 +137,24 @@ class ReplayBuffer:
             store[slots] = np.asarray(values)[skip:]
         self.size = min(self.size + n, self.capacity)
 
+    def state_dict(self) -> dict[str, Any]:
+        """The stored transitions, the write position and the sampling RNG, as torch tensors
+        and plain Python values (what a checkpoint file may hold; see :mod:`rlkit.checkpoint`)."""
+        n = self.size
+        return {"capacity": self.capacity, "pos": self.pos, "size": n,
+                **{name: torch.from_numpy(getattr(self, name)[:n].copy())
+                   for name in _FIELDS},
+                "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved into a buffer of the same capacity and sizes."""
+        _check_buffer_state(state, self.capacity)
+        n = state["size"]
+        for name in _FIELDS:
+            getattr(self, name)[:n] = state[name].numpy()
+        self.pos, self.size = state["pos"], n
+        self.rng.bit_generator.state = state["rng"]
+
     def sample(self, batch_size: int) -> Batch:
         """Draw ``batch_size`` transitions uniformly, with replacement.
 
@@ -204,6 +233,23 @@ class TensorReplayBuffer:
             store[idx] = rows.reshape((len(slots), *store.shape[1:])).to(self.device,
                                                                           non_blocking=True)
         self.size = min(self.size + n, self.capacity)
+
+    def state_dict(self) -> dict[str, Any]:
+        """As :meth:`ReplayBuffer.state_dict`, with the rows copied to the host."""
+        n = self.size
+        return {"capacity": self.capacity, "pos": self.pos, "size": n,
+                **{name: getattr(self, name)[:n].cpu() for name in _FIELDS},
+                "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved, onto this buffer's device."""
+        _check_buffer_state(state, self.capacity)
+        n = state["size"]
+        for name in _FIELDS:
+            store = getattr(self, name)
+            store[:n] = state[name].reshape((n, *store.shape[1:])).to(store.dtype).to(self.device)
+        self.pos, self.size = state["pos"], n
+        self.generator.set_state(state["generator"])
 
     def sample(self, batch_size: int) -> TensorBatch:
         """``batch_size`` transitions drawn uniformly with replacement, on the device."""

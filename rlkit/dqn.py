@@ -207,6 +207,18 @@ class DQNLearner:
         """The online network's weights as numpy arrays (cheap to ship between processes)."""
         return {k: v.detach().cpu().numpy().copy() for k, v in self.q.state_dict().items()}
 
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, optimiser and update count: everything needed to continue training."""
+        return {"q": self.q.state_dict(), "q_target": self.q_target.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
+        self.q.load_state_dict(state["q"])
+        self.q_target.load_state_dict(state["q_target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])
+
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load online weights and copy them into the target network too."""
         load_numpy_weights(self.q, weights)
@@ -258,7 +270,8 @@ def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
     return 1_000_000 + 10_000 * config_seed + eval_index * episodes
 
 
-def train_dqn(config: DQNConfig, progress: bool = False) -> TrainResult:
+def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any
+              ) -> TrainResult:
     """Train DQN in one process: :func:`rlkit.training.train_single_process` with
     :class:`rlkit.algorithms.DQNSpec`.
 
@@ -270,6 +283,8 @@ def train_dqn(config: DQNConfig, progress: bool = False) -> TrainResult:
     Args:
         config: The run's settings.
         progress: Show a tqdm progress bar.
+        **checkpointing: ``checkpoint_dir``, ``checkpoint_every``, ``checkpoint_buffer``,
+            ``resume_from``: see :func:`rlkit.training.train_single_process`.
 
     Returns:
         A :class:`rlkit.training.TrainResult`; ``result.learner.q`` is the trained Q-network.
@@ -277,4 +292,4 @@ def train_dqn(config: DQNConfig, progress: bool = False) -> TrainResult:
     from rlkit.algorithms import DQNSpec
     from rlkit.training import train_single_process
 
-    return train_single_process(DQNSpec(config), progress)
+    return train_single_process(DQNSpec(config), progress, **checkpointing)

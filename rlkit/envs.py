@@ -11,7 +11,10 @@ from typing import Literal
 import gymnasium as gym
 import numpy as np
 
+from rlkit import faulty_envs
+
 ActionKind = Literal["discrete", "continuous"]
+faulty_envs.register()  # the fault-injection envs, importable by id in every Ray worker
 
 
 def check_env_id(env_id: str, field: str = "env_id") -> None:

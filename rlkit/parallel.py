@@ -7,17 +7,24 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rlkit.actors import Evaluator, FragmentStats, LearnerWorker, RolloutWorker, Weights
 from rlkit.algorithms import AlgorithmSpec, DQNSpec, SACSpec
+from rlkit.checkpoint import (check_checkpoint_options, load_checkpoint, next_multiple,
+                              save_checkpoint)
 from rlkit.dqn import DQNConfig, eval_seed
 from rlkit.envs import make_env
 from rlkit.metrics import History
 from rlkit.parameter_server import ParameterServer
 from rlkit.sac import SACConfig
+from rlkit.update_schedule import resumed_updates_due, updates_due
+
+__all__ = ["LearnerFailedError", "RayResult", "ResourcePlan", "init_ray", "plan_resources",
+           "train_dqn_ray", "train_ray", "train_sac_ray", "updates_due"]
 
 
 def init_ray(num_cpus: int | None = None) -> dict[str, float]:
@@ -71,16 +78,6 @@ def plan_resources(num_workers: int, cluster_cpus: float) -> ResourcePlan:
     return ResourcePlan(learner_cpus=learner, worker_cpus=math.floor(per_worker * 1e4) / 1e4)
 
 
-def updates_due(env_steps: int, learning_starts: int, train_every: int) -> int:
-    """Gradient updates a run should have done after ``env_steps`` env steps.
-
-    The single-process loop updates at every multiple of ``train_every`` that is past
-    ``learning_starts``; this is the number of such multiples up to ``env_steps``, so both
-    versions train at the same update-to-data ratio, whatever the two numbers are.
-    """
-    return max(0, env_steps // train_every - learning_starts // train_every)
-
-
 @dataclass
 class RayResult:
     """What :func:`train_ray` returns (cf. :class:`rlkit.dqn.DQNResult`)."""
@@ -96,6 +93,8 @@ class RayResult:
     learner_busy_seconds: float  # time the learner spent inside add_and_train
     startup_seconds: float  # actor start-up before the training clock started
     device: str  # where the learner ran, e.g. "cpu" or "cuda: NVIDIA H100 ..."
+    evaluator_restarts: int = 0
+    checkpoint: Path | None = None  # the last checkpoint written
 
 
 def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
@@ -111,10 +110,51 @@ def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> Ra
     return train_ray(SACSpec(config), num_workers, **options)
 
 
+class LearnerFailedError(RuntimeError):
+    """The learner actor died or stopped; the message names the last checkpoint to resume."""
+
+
+def describe_error(error: BaseException) -> str:
+    """``"Type: message"`` of the original exception behind a Ray error, on one line."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        error = cause
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[-1][:200] if lines else ''}"
+
+
+def _check_driver_options(num_workers: int, options: dict[str, Any]) -> None:
+    """Validate :func:`train_ray`'s arguments; each error names the argument and the fix."""
+    for name in ("fragment_steps", "envs_per_worker", "publish_every", "max_learner_lag",
+                 "max_restarts"):
+        value = options[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}={value!r} must be an int >= 1. Fix: leave it at its "
+                             f"default unless you are measuring something.")
+    timeout = options["timeout_s"]
+    if not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"timeout_s={timeout!r} must be a positive number of seconds. Fix: "
+                         f"use e.g. 120.0; a hang then surfaces as an error after that long.")
+    for name in ("kill_worker_at_step", "kill_learner_at_step", "kill_evaluator_at_step"):
+        value = options[name]
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name}={value!r} must be None or an env-step count >= 0.")
+    gpus = options["learner_gpus"]
+    if gpus is not None and (not isinstance(gpus, int | float) or gpus < 0):
+        raise ValueError(f"learner_gpus={gpus!r} must be None (use a GPU if the cluster has "
+                         f"one) or a number >= 0.")
+    check_checkpoint_options(options["checkpoint_dir"], options["checkpoint_every"],
+                             options["resume_from"])
+
+
 def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 100,
               envs_per_worker: int = 1, publish_every: int = 16, max_learner_lag: int = 2,
-              kill_worker_at_step: int | None = None, timeout_s: float = 120.0,
-              learner_gpus: float | None = None, progress: bool = False) -> RayResult:
+              timeout_s: float = 120.0, learner_gpus: float | None = None,
+              progress: bool = False, checkpoint_dir: str | Path | None = None,
+              checkpoint_every: int = 5_000, checkpoint_buffer: bool = True,
+              resume_from: str | Path | None = None, max_restarts: int = 10,
+              kill_worker_at_step: int | None = None, kill_learner_at_step: int | None = None,
+              kill_evaluator_at_step: int | None = None) -> RayResult:
     """Train an off-policy algorithm with rollout workers, a learner that owns the buffer,
     a parameter server and an evaluator.
 
@@ -122,6 +162,14 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
     ``floor((E - learning_starts) / train_every)`` updates, the same ratio as
     :func:`rlkit.dqn.train_dqn`; and at most ``max_learner_lag`` learner calls may be queued,
     so workers cannot run ahead of learning on a machine where acting is faster.
+
+    Faults: a rollout worker that dies or whose environment raises is restarted with a fresh
+    seed, and the evaluator likewise (each at most ``max_restarts`` times); every restart is
+    recorded in ``history.events`` with the worker and the error. If the *learner* fails, the
+    run stops with :class:`LearnerFailedError` naming the last checkpoint (resume from it with
+    ``resume_from``); a non-finite loss stops it with ``FloatingPointError`` carrying the last
+    metrics. An actor that does not answer within ``timeout_s`` raises ``TimeoutError`` naming
+    its role.
 
     Args:
         spec: The algorithm spec; ``spec.config`` is the same config as the single-process
@@ -132,20 +180,34 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
         envs_per_worker: Environments each worker steps in lockstep.
         publish_every: Learner updates between weight publications.
         max_learner_lag: Queued learner calls before the driver waits for the learner.
-        kill_worker_at_step: Fault injection for demos/tests: ``ray.kill`` worker 0 once this
-            many env steps have been collected. The driver restarts it and carries on.
         timeout_s: Longest wait for any actor before raising ``TimeoutError``.
         learner_gpus: GPUs the learner asks for; ``None``: 1 if the cluster has a GPU, else 0.
         progress: Show a tqdm progress bar.
+        checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from: As in
+            :func:`rlkit.training.train_single_process` (the same checkpoint format, so either
+            driver can resume the other's run).
+        max_restarts: Restarts allowed per rollout worker and for the evaluator before the run
+            gives up (an environment that always crashes would otherwise restart forever).
+        kill_worker_at_step, kill_learner_at_step, kill_evaluator_at_step: Fault injection for
+            demos and tests: ``ray.kill`` worker 0 / the learner / the evaluator once this many
+            env steps have been collected.
 
     Needs ``ray.init`` first (see :func:`init_ray`). Every actor it starts is killed before it
-    returns, also on error or ``KeyboardInterrupt``. ``wall_seconds`` counts from the moment
-    all actors are up (as :func:`rlkit.dqn.train_dqn` counts from the end of its set-up);
+    returns, also on error or ``KeyboardInterrupt`` (after which a checkpoint is saved if
+    ``checkpoint_dir`` is set and the learner still answers). ``wall_seconds`` counts from the
+    moment all actors are up (as :func:`rlkit.dqn.train_dqn` counts from the end of its set-up);
     ``startup_seconds`` is the time they took to start.
     """
     import ray
-    from ray.exceptions import GetTimeoutError, RayError
+    from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
+    _check_driver_options(num_workers, dict(
+        fragment_steps=fragment_steps, envs_per_worker=envs_per_worker,
+        publish_every=publish_every, max_learner_lag=max_learner_lag, max_restarts=max_restarts,
+        timeout_s=timeout_s, kill_worker_at_step=kill_worker_at_step,
+        kill_learner_at_step=kill_learner_at_step, kill_evaluator_at_step=kill_evaluator_at_step,
+        learner_gpus=learner_gpus, checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every, resume_from=resume_from))
     if not ray.is_initialized():
         raise RuntimeError("Ray is not initialised. Fix: call rlkit.parallel.init_ray() first.")
     config = spec.config
@@ -157,6 +219,7 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
         raise ValueError(f"learner_gpus={learner_gpus} but the cluster has "
                          f"{cluster.get('GPU', 0):g} GPUs. Fix: use learner_gpus=0 (CPU) or None.")
     make_env(config.env_id, config.seed, spec.action_kind, spec.name).close()  # fail early
+    resumed = None if resume_from is None else load_checkpoint(resume_from, spec.name, config)
 
     actors: list[Any] = []
 
@@ -165,33 +228,92 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
         actors.append(handle)
         return handle
 
-    history = History()
+    history, env_steps, updates_asked, clock_offset = History(), 0, 0, 0.0
+    if resumed is not None:
+        history, env_steps = resumed.history, resumed.env_steps
+        updates_asked, clock_offset = resumed.updates, resumed.wall_seconds
+        history.events.append(f"step {env_steps}: resumed from {resumed.path}")
+    # seeds differ between a run and each of its resumptions (see RolloutWorker's seeding)
+    generation = 1000 * sum("resumed from" in e for e in history.events)
+    launched_steps = env_steps
     startup_seconds, device = 0.0, "cpu"
     restarts = [0] * num_workers
-    env_steps = launched_steps = updates_asked = 0
+    evaluator_restarts = 0
     solved, eval_return = False, math.nan
+    last_checkpoint: Path | None = None
+    checkpointed_at = updates_asked
     bar = None
     start_time = time.perf_counter()
+
+    def clock() -> float:
+        return clock_offset + time.perf_counter() - start_time
+
     try:
         ps = start(ParameterServer, plan.parameter_server_cpus)
         # Ray 2.60 hides GPUs only from actors that ask for one, so tell the learner its device
         learner = start(LearnerWorker, plan.learner_cpus, spec, ps, publish_every, True,
-                        "cuda" if learner_gpus > 0 else "cpu", gpus=learner_gpus)
+                        "cuda" if learner_gpus > 0 else "cpu", timeout_s, gpus=learner_gpus)
         evaluator = start(Evaluator, plan.evaluator_cpus, spec)
-        workers = [start(RolloutWorker, plan.worker_cpus, spec, i, ps, 0, envs_per_worker)
-                   for i in range(num_workers)]
+        workers = [start(RolloutWorker, plan.worker_cpus, spec, i, ps, generation,
+                         envs_per_worker, timeout_s) for i in range(num_workers)]
+
+        def learner_failed(error: BaseException, doing: str) -> LearnerFailedError:
+            where = (f"the last checkpoint is {last_checkpoint}. Fix: find the cause above, "
+                     f"then call again with resume_from={str(last_checkpoint)!r}"
+                     if last_checkpoint is not None else
+                     "no checkpoint was written (pass checkpoint_dir=... to keep one)")
+            return LearnerFailedError(f"the learner actor failed while {doing} at env step "
+                                      f"{env_steps} ({describe_error(error)}); {where}.")
+
+        def get_from_learner(ref: Any, doing: str) -> Any:
+            try:
+                return ray.get(ref, timeout=timeout_s)
+            except GetTimeoutError as error:
+                raise TimeoutError(f"the learner did not answer within timeout_s={timeout_s} s "
+                                   f"while {doing}. Fix: check its log, or raise timeout_s "
+                                   f"if its updates are that slow.") from error
+            except RayActorError as error:
+                raise learner_failed(error, doing) from error
+            except RayError as error:
+                cause = getattr(error, "cause", None)
+                if isinstance(cause, FloatingPointError):
+                    raise FloatingPointError(
+                        f"the learner stopped at env step {env_steps}: {cause} (last "
+                        f"checkpoint: {last_checkpoint})") from error
+                raise learner_failed(error, doing) from error
+
+        if resumed is not None:
+            get_from_learner(learner.restore.remote(resumed.learner, resumed.buffer),
+                             "loading the checkpoint")
         # Wait until every actor is constructed (processes started, torch imported) and version 1
         # of the weights is published. The training clock starts after this, as it does in
         # train_dqn after its set-up; the start-up cost is reported as startup_seconds.
-        ray.get([learner.publish.remote(), evaluator.ping.remote()]
-                + [w.ping.remote() for w in workers], timeout=timeout_s)
-        device = ray.get(learner.device_name.remote(), timeout=timeout_s)
+        get_from_learner(learner.publish.remote(), "starting")
+        try:
+            ray.get([evaluator.ping.remote()] + [w.ping.remote() for w in workers],
+                    timeout=timeout_s)
+        except GetTimeoutError as error:
+            raise TimeoutError(f"the rollout workers and evaluator did not start within "
+                               f"timeout_s={timeout_s} s. Fix: check that the cluster has "
+                               f"room for them (ray status), or raise timeout_s.") from error
+        device = get_from_learner(learner.device_name.remote(), "starting")
         startup_seconds = time.perf_counter() - start_time
         start_time = time.perf_counter()
         if progress:
             from tqdm.auto import tqdm
-            bar = tqdm(total=config.total_steps, unit="step",
+            bar = tqdm(total=config.total_steps, initial=env_steps, unit="step",
                        desc=f"{spec.name}, {num_workers} workers")
+
+        def save() -> None:
+            nonlocal last_checkpoint, checkpointed_at
+            if checkpoint_dir is None:
+                return
+            state = get_from_learner(learner.state.remote(checkpoint_buffer),
+                                     "saving a checkpoint")
+            last_checkpoint = save_checkpoint(checkpoint_dir, spec.name, config,
+                                              state["learner"], state["buffer"], env_steps,
+                                              clock(), history)
+            checkpointed_at = updates_asked
 
         # stats ref -> (worker index, batch ref, steps asked for)
         in_flight: dict[Any, tuple[int, Any, int]] = {}
@@ -210,19 +332,49 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
         def restart_worker(i: int, error: BaseException) -> None:
             ray.kill(workers[i], no_restart=True)
             restarts[i] += 1
-            workers[i] = start(RolloutWorker, plan.worker_cpus, spec, i, ps, restarts[i],
-                               envs_per_worker)
+            if restarts[i] > max_restarts:
+                raise RuntimeError(f"rollout worker {i} failed {restarts[i]} times; the last "
+                                   f"error: {describe_error(error)}. Fix: the environment "
+                                   f"keeps failing: run it alone (rlkit.envs.make_env) to "
+                                   f"debug it, or raise max_restarts.") from error
+            workers[i] = start(RolloutWorker, plan.worker_cpus, spec, i, ps,
+                               generation + restarts[i], envs_per_worker, timeout_s)
             history.events.append(f"step {env_steps}: worker {i} failed "
-                                  f"({type(error).__name__}); restarted (restart {restarts[i]})")
+                                  f"({describe_error(error)}); restarted (restart {restarts[i]})")
+
+        def evaluate(weights_ref: Any) -> Any:
+            return evaluator.evaluate.remote(
+                weights_ref, config.eval_episodes,
+                eval_seed(config.seed, len(history.eval_steps), config.eval_episodes))
+
+        def restart_evaluator(error: BaseException) -> None:
+            nonlocal evaluator, evaluator_restarts
+            ray.kill(evaluator, no_restart=True)
+            evaluator_restarts += 1
+            if evaluator_restarts > max_restarts:
+                raise RuntimeError(f"the evaluator failed {evaluator_restarts} times; the last "
+                                   f"error: {describe_error(error)}. Fix: run the evaluation "
+                                   f"alone (rlkit.evaluation.evaluate_policy) to debug it.")
+            evaluator = start(Evaluator, plan.evaluator_cpus, spec)
+            history.events.append(f"step {env_steps}: evaluator failed "
+                                  f"({describe_error(error)}); restarted "
+                                  f"(restart {evaluator_restarts})")
+
+        def learner_alive() -> bool:
+            try:
+                ray.get(learner.num_updates.remote(), timeout=timeout_s)
+                return True
+            except RayError:
+                return False
 
         learner_calls: deque[Any] = deque()
-        eval_ref, eval_at, next_eval = None, 0, config.eval_every
-
+        eval_ref, eval_at = None, 0
+        next_eval = next_multiple(env_steps, config.eval_every)
         learner_busy = 0.0
 
         def learner_result(ref: Any) -> None:
             nonlocal learner_busy
-            metrics = ray.get(ref, timeout=timeout_s)
+            metrics = get_from_learner(ref, "training")
             learner_busy += metrics["seconds"]
             if not math.isnan(metrics["loss"]):
                 history.log_loss(env_steps, metrics["loss"])
@@ -233,14 +385,24 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
             waiting = list(in_flight) + ([eval_ref] if eval_ref is not None else [])
             ready, _ = ray.wait(waiting, num_returns=1, timeout=timeout_s)
             if not ready:
-                raise TimeoutError(f"no rollout worker or evaluator answered in {timeout_s} s. "
-                                   "Fix: check the actors' logs, or raise timeout_s.")
+                raise TimeoutError(
+                    f"no rollout worker {'or the evaluator ' if eval_ref is not None else ''}"
+                    f"answered within timeout_s={timeout_s} s (waiting for workers "
+                    f"{sorted({in_flight[r][0] for r in in_flight})}). Fix: check the actors' "
+                    f"logs (an environment may hang), or raise timeout_s.")
             ref = ready[0]
             if ref is eval_ref:
-                returns = ray.get(eval_ref)
+                try:
+                    returns = ray.get(eval_ref)
+                except RayError as error:
+                    if not learner_alive():
+                        raise learner_failed(error, "sending weights to the evaluator") \
+                            from error
+                    restart_evaluator(error)
+                    eval_ref = evaluate(learner.get_weights.remote())
+                    continue
                 eval_ref, eval_return = None, float(np.mean(returns))
-                history.log_eval(eval_at, time.perf_counter() - start_time, eval_return,
-                                 float(np.std(returns)))
+                history.log_eval(eval_at, clock(), eval_return, float(np.std(returns)))
                 solved = config.target_return is not None and eval_return >= config.target_return
                 continue
             i, batch_ref, asked = in_flight.pop(ref)
@@ -252,47 +414,72 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
                 launch(i)
                 continue
             env_steps += stats.num_steps
-            now = time.perf_counter() - start_time
+            now = clock()
             for r in stats.episode_returns:
                 history.log_episode(env_steps, now, r)
             # Rate limiter: ask for exactly the updates these env steps allow.
-            due = updates_due(env_steps, config.learning_starts, config.train_every)
+            due = resumed_updates_due(env_steps, resumed, config.learning_starts,
+                                      config.train_every)
             learner_calls.append(learner.add_and_train.remote(batch_ref, due - updates_asked))
             updates_asked = due
             while len(learner_calls) > max_learner_lag:
                 learner_result(learner_calls.popleft())
+            if checkpoint_dir is not None and updates_asked - checkpointed_at >= checkpoint_every:
+                save()
             if kill_worker_at_step is not None and env_steps >= kill_worker_at_step:
                 kill_worker_at_step = None
                 ray.kill(workers[0], no_restart=True)
+            if kill_learner_at_step is not None and env_steps >= kill_learner_at_step:
+                kill_learner_at_step = None
+                ray.kill(learner, no_restart=True)
+            if kill_evaluator_at_step is not None and env_steps >= kill_evaluator_at_step:
+                kill_evaluator_at_step = None
+                ray.kill(evaluator, no_restart=True)
             if env_steps >= next_eval and eval_ref is None:
-                eval_at, next_eval = env_steps, env_steps + config.eval_every
-                eval_ref = evaluator.evaluate.remote(
-                    learner.get_weights.remote(), config.eval_episodes,
-                    eval_seed(config.seed, len(history.eval_steps), config.eval_episodes))
+                eval_at, next_eval = env_steps, next_multiple(env_steps, config.eval_every)
+                eval_ref = evaluate(learner.get_weights.remote())
             if bar is not None:
                 bar.update(stats.num_steps)
                 bar.set_postfix(ret=f"{history.recent_return():.0f}", eval=f"{eval_return:.0f}")
             launch(i)
         while learner_calls:
             learner_result(learner_calls.popleft())
-        weights = ray.get(learner.get_weights.remote(), timeout=timeout_s)
+        weights = get_from_learner(learner.get_weights.remote(), "sending its final weights")
         if not solved and (not history.eval_steps or history.eval_steps[-1] != env_steps):
-            returns = ray.get(evaluator.evaluate.remote(
-                weights, config.eval_episodes,
-                eval_seed(config.seed, len(history.eval_steps), config.eval_episodes)),
-                timeout=timeout_s)
+            for attempt in range(2):  # one retry with a restarted evaluator
+                try:
+                    returns = ray.get(evaluate(weights), timeout=timeout_s)
+                    break
+                except GetTimeoutError:
+                    raise
+                except RayError as error:
+                    if attempt == 1:
+                        raise
+                    restart_evaluator(error)
             eval_return = float(np.mean(returns))
-            history.log_eval(env_steps, time.perf_counter() - start_time, eval_return,
-                             float(np.std(returns)))
+            history.log_eval(env_steps, clock(), eval_return, float(np.std(returns)))
             solved = config.target_return is not None and eval_return >= config.target_return
-        updates = ray.get(learner.num_updates.remote(), timeout=timeout_s)
+        updates = get_from_learner(learner.num_updates.remote(), "finishing")
+        save()
     except GetTimeoutError as error:
         raise TimeoutError(f"an actor did not answer within timeout_s={timeout_s} s: {error}. "
                            "Fix: check the actors' logs, or raise timeout_s.") from error
+    except KeyboardInterrupt:
+        # the learner pressed stop: keep what was learned if the learner still answers quickly
+        if checkpoint_dir is not None and actors:
+            try:
+                timeout_s = min(timeout_s, 10.0)
+                save()
+                print(f"interrupted at env step {env_steps}; checkpoint saved to "
+                      f"{last_checkpoint}")
+            except Exception as error:  # noqa: BLE001 - the interrupt is what matters
+                print(f"interrupted; no checkpoint saved ({describe_error(error)})")
+        raise
     finally:
         if bar is not None:
             bar.close()
         for handle in actors:
             ray.kill(handle, no_restart=True)
-    return RayResult(history, solved, eval_return, env_steps, time.perf_counter() - start_time,
-                     updates, sum(restarts), weights, learner_busy, startup_seconds, device)
+    return RayResult(history, solved, eval_return, env_steps, clock(), updates, sum(restarts),
+                     weights, learner_busy, startup_seconds, device, evaluator_restarts,
+                     last_checkpoint)

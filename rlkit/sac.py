@@ -183,6 +183,27 @@ class SACLearner:
                 "alpha_loss": alpha_loss.detach(), "alpha": alpha.squeeze(0),
                 "entropy": -log_prob.detach().mean()}
 
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, temperature, optimisers and update count: everything to continue training."""
+        return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
+                "critic_target": self.critic_target.state_dict(),
+                "log_alpha": self.log_alpha.detach().clone(),
+                "actor_opt": self.actor_opt.state_dict(),
+                "critic_opt": self.critic_opt.state_dict(),
+                "alpha_opt": self.alpha_opt.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.actor_opt.load_state_dict(state["actor_opt"])
+        self.critic_opt.load_state_dict(state["critic_opt"])
+        self.alpha_opt.load_state_dict(state["alpha_opt"])
+        self.updates = int(state["updates"])
+
     def get_weights(self) -> dict[str, np.ndarray]:
         """The actor's weights (all a rollout worker needs) as numpy arrays on the host."""
         return {k: v.detach().cpu().numpy().copy() for k, v in self.actor.state_dict().items()}
@@ -221,15 +242,18 @@ def deterministic_batch_policy(actor: SquashedGaussianActor) -> Callable[[np.nda
     return act
 
 
-def train_sac(config: SACConfig, progress: bool = False) -> TrainResult:
+def train_sac(config: SACConfig, progress: bool = False, **checkpointing: Any
+              ) -> TrainResult:
     """Train SAC in one process on the CPU, the reference the distributed version is held to:
     :func:`rlkit.training.train_single_process` with :class:`rlkit.algorithms.SACSpec`.
 
     Uniform-random actions for ``learning_starts`` steps, then one update per
     ``train_every`` steps, a deterministic evaluation every ``eval_every`` steps, and a stop at
     the first evaluation that reaches ``target_return`` (or at ``total_steps``).
+    ``**checkpointing`` (``checkpoint_dir``, ``checkpoint_every``, ``checkpoint_buffer``,
+    ``resume_from``): see :func:`rlkit.training.train_single_process`.
     """
     from rlkit.algorithms import SACSpec
     from rlkit.training import train_single_process
 
-    return train_single_process(SACSpec(config), progress)
+    return train_single_process(SACSpec(config), progress, **checkpointing)

@@ -1,0 +1,180 @@
+"""Checkpoints: save a training run to one file, and resume it from there.
+
+A checkpoint holds everything needed to continue a run where it stopped: the learner's networks
+and optimiser state, its update count, the env-step count, the config, the history (so the
+reward curve continues from the same step and second), and optionally the replay buffer. All
+training drivers (single process and Ray, DQN and SAC) write the same format, so a run started in
+one process can be resumed under Ray and the other way round.
+
+The file is written with ``torch.save`` to a temporary name and then renamed, so a crash while
+saving never leaves a half-written checkpoint; it is read with ``torch.load(weights_only=True)``,
+which refuses to run code hidden in a file.
+
+What is *not* saved: the environments' mid-episode state and the exploration random stream.
+A resumed run starts new episodes and reseeds exploration from ``(seed, env_steps)``, so it
+continues the same training but is not bit-identical to a run that was never interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlkit.metrics import History
+
+FORMAT_VERSION = 1
+FILE_NAME = "checkpoint.pt"
+#: Config fields that fix the networks' shapes or the task: a checkpoint only resumes a run
+#: whose config agrees on these (budgets, learning rates and the like may change).
+SHAPE_FIELDS = ("env_id", "hidden")
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint.
+
+    Attributes:
+        path: The file it was read from.
+        algorithm: ``"DQN"`` or ``"SAC"``.
+        config: The config it was saved with, as a dict.
+        learner: The learner's ``state_dict()`` (CPU tensors).
+        buffer: The replay buffer's ``state_dict()``, or ``None`` if it was not saved.
+        env_steps: Env steps taken when it was saved.
+        updates: Gradient updates done when it was saved.
+        wall_seconds: Training seconds when it was saved (the resumed clock continues from here).
+        history: The run's history up to ``env_steps``.
+    """
+
+    path: Path
+    algorithm: str
+    config: dict[str, Any]
+    learner: dict[str, Any]
+    buffer: dict[str, Any] | None
+    env_steps: int
+    updates: int
+    wall_seconds: float
+    history: History
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """A config dataclass as plain values (tuples become lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
+
+
+def checkpoint_file(path: str | Path) -> Path:
+    """The checkpoint file for ``path``: the path itself, or ``path/checkpoint.pt`` for a
+    folder (a ``checkpoint_dir``)."""
+    path = Path(path)
+    return path / FILE_NAME if path.is_dir() else path
+
+
+def to_cpu(tree: Any) -> Any:
+    """``tree`` with every tensor moved to the CPU (dicts and lists are rebuilt)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.detach().cpu()
+    if isinstance(tree, dict):
+        return {k: to_cpu(v) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(to_cpu(v) for v in tree)
+    return tree
+
+
+def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
+                    learner_state: dict[str, Any], buffer_state: dict[str, Any] | None,
+                    env_steps: int, wall_seconds: float, history: History) -> Path:
+    """Write ``checkpoint_dir/checkpoint.pt`` atomically and return its path.
+
+    Args:
+        checkpoint_dir: Folder to write to (created if missing).
+        algorithm: ``"DQN"`` or ``"SAC"``.
+        config: The run's config dataclass.
+        learner_state: The learner's ``state_dict()``.
+        buffer_state: The buffer's ``state_dict()``, or ``None`` to leave the buffer out.
+        env_steps: Env steps taken so far.
+        wall_seconds: Training seconds so far.
+        history: The run's history.
+    """
+    folder = Path(checkpoint_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE_NAME
+    payload = {"format": FORMAT_VERSION, "algorithm": algorithm, "config": config_dict(config),
+               "learner": to_cpu(learner_state), "buffer": to_cpu(buffer_state),
+               "env_steps": int(env_steps), "updates": int(learner_state["updates"]),
+               "wall_seconds": float(wall_seconds), "history": history.to_dict()}
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
+    return path
+
+
+def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint:
+    """Read a checkpoint and check that it can resume a run of ``algorithm`` with ``config``.
+
+    Args:
+        path: A checkpoint file, or the ``checkpoint_dir`` of an earlier run.
+        algorithm: The algorithm about to resume (``"DQN"`` or ``"SAC"``).
+        config: The config about to be used; it must agree with the checkpoint's on
+            :data:`SHAPE_FIELDS`.
+
+    Raises:
+        FileNotFoundError: if there is no checkpoint at ``path``.
+        ValueError: if the file is not an rlkit checkpoint, is from another algorithm, or was
+            trained on another env or network shape. Each message says how to fix it.
+    """
+    file = checkpoint_file(path)
+    if not file.is_file():
+        raise FileNotFoundError(
+            f"resume_from={str(path)!r}: no checkpoint file at {file}. Fix: pass the "
+            f"checkpoint_dir of an earlier run (it holds {FILE_NAME}) or the file itself.")
+    try:
+        data = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - any unreadable file gets the same advice
+        raise ValueError(
+            f"resume_from={str(path)!r}: {file} is not a readable rlkit checkpoint "
+            f"({type(error).__name__}). Fix: pass a file written by an rlkit training run "
+            f"with checkpoint_dir=...") from error
+    if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION:
+        raise ValueError(
+            f"resume_from={str(path)!r}: {file} is not an rlkit checkpoint (format "
+            f"{FORMAT_VERSION}). Fix: pass a file written by an rlkit training run.")
+    if data["algorithm"] != algorithm:
+        raise ValueError(
+            f"resume_from={str(path)!r} holds a {data['algorithm']} checkpoint, but this run "
+            f"trains {algorithm}. Fix: resume it with the {data['algorithm']} trainer, or start "
+            f"this run without resume_from.")
+    ours = config_dict(config)
+    for name in SHAPE_FIELDS:
+        if data["config"][name] != ours[name]:
+            raise ValueError(
+                f"resume_from={str(path)!r} was trained with {name}={data['config'][name]!r}, "
+                f"but this config has {name}={ours[name]!r}. Fix: use the checkpoint's "
+                f"{name} (its whole config is in rlkit.checkpoint.load_checkpoint(...).config), "
+                f"or start without resume_from.")
+    history = History.from_dict(data["history"])
+    return Checkpoint(file, data["algorithm"], data["config"], data["learner"], data["buffer"],
+                      data["env_steps"], data["updates"], data["wall_seconds"], history)
+
+
+def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every: int,
+                             resume_from: str | Path | None) -> None:
+    """Validate the drivers' checkpoint arguments; each error names the argument and the fix."""
+    if not isinstance(checkpoint_every, int) or isinstance(checkpoint_every, bool) \
+            or checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every={checkpoint_every!r} must be an int >= 1 (gradient "
+                         f"updates between checkpoints). Fix: use e.g. 5000.")
+    for name, value in (("checkpoint_dir", checkpoint_dir), ("resume_from", resume_from)):
+        if value is not None and not isinstance(value, str | os.PathLike):
+            raise ValueError(f"{name}={value!r} must be a path (str or pathlib.Path) or None.")
+    if checkpoint_dir is not None and Path(checkpoint_dir).exists() \
+            and not Path(checkpoint_dir).is_dir():
+        raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is a file. Fix: pass a "
+                         f"folder; the checkpoint is written to <folder>/{FILE_NAME}.")
+
+
+def next_multiple(value: int, every: int) -> int:
+    """The smallest multiple of ``every`` that is greater than ``value``."""
+    return (value // every + 1) * every
