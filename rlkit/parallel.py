@@ -110,6 +110,10 @@ def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> Ra
     return train_ray(SACSpec(config), num_workers, **options)
 
 
+#: The least time the driver waits for its actors to start (processes, torch imports).
+STARTUP_TIMEOUT_S = 120.0
+
+
 class LearnerFailedError(RuntimeError):
     """The learner actor died or stopped; the message names the last checkpoint to resume."""
 
@@ -180,7 +184,8 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
         envs_per_worker: Environments each worker steps in lockstep.
         publish_every: Learner updates between weight publications.
         max_learner_lag: Queued learner calls before the driver waits for the learner.
-        timeout_s: Longest wait for any actor before raising ``TimeoutError``.
+        timeout_s: Longest wait for any actor before raising ``TimeoutError`` (the actors'
+            start-up may take up to ``max(timeout_s, STARTUP_TIMEOUT_S)``).
         learner_gpus: GPUs the learner asks for; ``None``: 1 if the cluster has a GPU, else 0.
         progress: Show a tqdm progress bar.
         checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from: As in
@@ -265,9 +270,9 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
             return LearnerFailedError(f"the learner actor failed while {doing} at env step "
                                       f"{env_steps} ({describe_error(error)}); {where}.")
 
-        def get_from_learner(ref: Any, doing: str) -> Any:
+        def get_from_learner(ref: Any, doing: str, timeout: float | None = None) -> Any:
             try:
-                return ray.get(ref, timeout=timeout_s)
+                return ray.get(ref, timeout=timeout or timeout_s)
             except GetTimeoutError as error:
                 raise TimeoutError(f"the learner did not answer within timeout_s={timeout_s} s "
                                    f"while {doing}. Fix: check its log, or raise timeout_s "
@@ -282,21 +287,23 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
                         f"checkpoint: {last_checkpoint})") from error
                 raise learner_failed(error, doing) from error
 
-        if resumed is not None:
-            get_from_learner(learner.restore.remote(resumed.learner, resumed.buffer),
-                             "loading the checkpoint")
         # Wait until every actor is constructed (processes started, torch imported) and version 1
         # of the weights is published. The training clock starts after this, as it does in
         # train_dqn after its set-up; the start-up cost is reported as startup_seconds.
-        get_from_learner(learner.publish.remote(), "starting")
+        # Starting processes takes seconds on a busy machine: allow at least STARTUP_TIMEOUT_S.
+        startup_timeout = max(timeout_s, STARTUP_TIMEOUT_S)
+        if resumed is not None:
+            get_from_learner(learner.restore.remote(resumed.learner, resumed.buffer),
+                             "loading the checkpoint", startup_timeout)
+        get_from_learner(learner.publish.remote(), "starting", startup_timeout)
         try:
             ray.get([evaluator.ping.remote()] + [w.ping.remote() for w in workers],
-                    timeout=timeout_s)
+                    timeout=startup_timeout)
         except GetTimeoutError as error:
             raise TimeoutError(f"the rollout workers and evaluator did not start within "
-                               f"timeout_s={timeout_s} s. Fix: check that the cluster has "
-                               f"room for them (ray status), or raise timeout_s.") from error
-        device = get_from_learner(learner.device_name.remote(), "starting")
+                               f"{startup_timeout} s. Fix: check that the cluster has room "
+                               f"for them (ray status) and the actors' logs.") from error
+        device = get_from_learner(learner.device_name.remote(), "starting", startup_timeout)
         startup_seconds = time.perf_counter() - start_time
         start_time = time.perf_counter()
         if progress:

@@ -4,8 +4,8 @@ import dataclasses
 import time
 
 import numpy as np
-import psutil
 import pytest
+from conftest import our_ray_processes, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -19,27 +19,6 @@ pytestmark = pytest.mark.ray
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps=3000,
                 eval_every=1000, eval_episodes=2, target_return=None)
-
-
-def _our_ray_processes():
-    names = ("raylet", "gcs_server", "ray::")
-    found = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        try:
-            text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if any(n in text for n in names):
-            found.append(text[:80])
-    return found
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    assert not ray.is_initialized()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 def test_roles_as_ray_actors(ray_cluster):
@@ -118,29 +97,15 @@ def test_asking_for_a_gpu_the_cluster_lacks_fails_up_front(ray_cluster):
         train_sac_ray(SACConfig(), learner_gpus=1)
 
 
-def _actor_processes(*class_names):
-    """Live processes of our actor classes (Ray names an actor's process ray::ClassName)."""
-    return [t for t in _our_ray_processes() if any(c in t for c in class_names)]
-
-
 def test_driver_leaves_no_actor_behind(ray_cluster):
-    import time
-
     train_dqn_ray(dataclasses.replace(CFG, total_steps=1000), num_workers=1)
-    roles = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer")
-    for _ in range(50):
-        if not _actor_processes(*roles):
-            break
-        time.sleep(0.2)
-    assert _actor_processes(*roles) == []
+    assert wait_until_no_actors() == []
 
 
 def test_zz_no_ray_process_left_after_shutdown(ray_cluster):
     ray.shutdown()
-    import time
-
     for _ in range(50):
-        left = _our_ray_processes()
+        left = our_ray_processes()
         if not left:
             break
         time.sleep(0.2)

@@ -1,0 +1,45 @@
+"""Shared fixtures: a real local Ray cluster (2 CPUs, no dashboard) and process checks."""
+
+import time
+
+import psutil
+import pytest
+
+ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer")
+
+
+def our_ray_processes() -> list[str]:
+    """Command lines of Ray's processes on this machine (raylet, GCS, ``ray::`` workers)."""
+    names = ("raylet", "gcs_server", "ray::")
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(n in text for n in names):
+            found.append(text[:80])
+    return found
+
+
+def actor_processes(*class_names: str) -> list[str]:
+    """Live processes of our actor classes (Ray names an actor's process ray::ClassName)."""
+    return [t for t in our_ray_processes() if any(c in t for c in class_names)]
+
+
+def wait_until_no_actors(seconds: float = 10.0) -> list[str]:
+    """Poll until no process of our actor classes is left (a killed process takes a moment
+    to exit); return what is left after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (left := actor_processes(*ACTOR_CLASSES)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    assert not ray.is_initialized()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

@@ -1,0 +1,122 @@
+"""Checkpoints without Ray: state round trips, resume arithmetic, and the refusals."""
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit.buffers import Batch, ReplayBuffer, TensorReplayBuffer
+from rlkit.checkpoint import load_checkpoint, next_multiple, save_checkpoint
+from rlkit.dqn import DQNConfig, DQNLearner, train_dqn
+from rlkit.metrics import History
+from rlkit.sac import SACConfig, SACLearner
+from rlkit.update_schedule import resumed_updates_due, updates_due
+
+CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=200, total_steps=1000,
+                eval_every=500, eval_episodes=2, target_return=None)
+
+
+def _batch(n, obs_dim=4, action_dim=None, start=0):
+    obs = np.arange(start, start + n * obs_dim, dtype=np.float32).reshape(n, obs_dim)
+    actions = (np.arange(n) % 2 if action_dim is None
+               else np.full((n, action_dim), 0.5, np.float32))
+    return Batch(obs, actions, np.arange(n, dtype=np.float32), obs + 1,
+                 (np.arange(n) % 3 == 0).astype(np.float32))
+
+
+@pytest.mark.parametrize("make", [lambda: ReplayBuffer(8, 4, None, seed=3),
+                                  lambda: TensorReplayBuffer(8, 4, 2, "cpu", seed=3)])
+def test_buffer_state_round_trip_keeps_rows_position_and_sampling_stream(make):
+    a = make()
+    a.add_batch(_batch(11, action_dim=None if isinstance(a, ReplayBuffer) else 2))  # wraps
+    b = make()
+    b.load_state_dict(a.state_dict())
+    assert (len(b), b.pos) == (8, 3)
+    for x, y in zip(a.sample(5), b.sample(5)):  # same rows and the same next random draw
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_buffer_state_refuses_another_capacity():
+    a = ReplayBuffer(8, 4)
+    a.add_batch(_batch(3))
+    with pytest.raises(ValueError, match="buffer_size is 16. Fix: set buffer_size=8"):
+        ReplayBuffer(16, 4).load_state_dict(a.state_dict())
+
+
+def test_learner_states_round_trip_including_the_optimiser():
+    torch.manual_seed(0)
+    a, b = DQNLearner(4, 2, CFG), DQNLearner(4, 2, CFG)
+    buffer = ReplayBuffer(100, 4)
+    buffer.add_batch(_batch(100))
+    for _ in range(3):
+        a.update(buffer.sample(16))
+    # a checkpoint is a copy (it went through a file or Ray): without one, the optimiser's
+    # loaded moments would alias the original's
+    b.load_state_dict(copy.deepcopy(a.state_dict()))
+    batch = buffer.sample(16)
+    assert b.updates == 3
+    # the same next update (Adam's moments included) gives the same weights
+    a.update(batch), b.update(batch)
+    for k, v in a.get_weights().items():
+        np.testing.assert_array_equal(v, b.get_weights()[k])
+
+    cfg = SACConfig(hidden=(16, 16), batch_size=8)
+    s1 = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), cfg)
+    s2 = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), cfg)
+    tb = TensorReplayBuffer(50, 3, 1)
+    tb.add_batch(_batch(50, 3, 1))
+    s1.update(tb.sample(8))
+    s2.load_state_dict(copy.deepcopy(s1.state_dict()))
+    assert s2.updates == 1 and torch.equal(s1.log_alpha, s2.log_alpha)
+
+
+def test_resumed_update_schedule_by_hand():
+    class Start:  # a checkpoint at 1000 env steps after 400 updates
+        env_steps, updates = 1000, 400
+        buffer = {"size": 1000}
+
+    # fresh: (steps // 2) - (200 // 2)
+    assert resumed_updates_due(1000, None, 200, 2) == updates_due(1000, 200, 2) == 400
+    # buffer restored: the same rate from where it stopped
+    assert resumed_updates_due(1010, Start, 200, 2) == 405
+    # no buffer: refill 200 transitions first, then one update per 2 steps
+    Start.buffer = None
+    assert resumed_updates_due(1200, Start, 200, 2) == 400
+    assert resumed_updates_due(1210, Start, 200, 2) == 405
+    assert next_multiple(1000, 500) == 1500 and next_multiple(999, 500) == 1000
+
+
+def test_single_process_resume_continues_the_run(tmp_path):
+    first = train_dqn(CFG, checkpoint_dir=tmp_path, checkpoint_every=100)
+    assert first.checkpoint == tmp_path / "checkpoint.pt" and first.learner.updates == 400
+    saved = load_checkpoint(tmp_path, "DQN", CFG)
+    assert (saved.env_steps, saved.updates, saved.buffer["size"]) == (1000, 400, 1000)
+
+    more = dataclasses.replace(CFG, total_steps=2000)  # a bigger budget is allowed
+    second = train_dqn(more, resume_from=tmp_path, checkpoint_dir=tmp_path)
+    h1, h2 = first.history, second.history
+    assert second.env_steps == 2000 and second.learner.updates == 900
+    # the curve continues: the first run's history is a prefix of the resumed one
+    assert h2.episode_returns[:len(h1.episode_returns)] == h1.episode_returns
+    assert h2.eval_steps == [500, 1000, 1500, 2000]
+    assert min(h2.episode_steps[len(h1.episode_steps):]) > 1000
+    assert h2.episode_seconds[len(h1.episode_seconds)] >= h1.episode_seconds[-1]
+    assert any("resumed from" in e for e in h2.events)
+
+
+def test_resume_refusals_name_the_problem(tmp_path):
+    history = History()
+    learner = DQNLearner(4, 2, CFG)
+    save_checkpoint(tmp_path, "DQN", CFG, learner.state_dict(), None, 100, 1.0, history)
+    with pytest.raises(ValueError, match="holds a DQN checkpoint, but this run trains SAC"):
+        load_checkpoint(tmp_path, "SAC", SACConfig())
+    with pytest.raises(ValueError, match=r"hidden=\[32, 32\], but this config has "
+                                         r"hidden=\[64, 64\]"):
+        load_checkpoint(tmp_path, "DQN", dataclasses.replace(CFG, hidden=(64, 64)))
+    with pytest.raises(FileNotFoundError, match="no checkpoint file"):
+        load_checkpoint(tmp_path / "nowhere", "DQN", CFG)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable rlkit checkpoint"):
+        load_checkpoint(tmp_path / "junk.pt", "DQN", CFG)

@@ -1,0 +1,132 @@
+"""Faults injected under a real local Ray cluster (2 CPUs): each one is survived or stopped
+with an error naming the role, and nothing is left running."""
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+from conftest import wait_until_no_actors
+
+ray = pytest.importorskip("ray")
+
+from rlkit.checkpoint import load_checkpoint  # noqa: E402
+from rlkit.dqn import DQNConfig, train_dqn  # noqa: E402
+from rlkit.metrics import History  # noqa: E402
+from rlkit.parallel import LearnerFailedError, train_dqn_ray  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps=3000,
+                eval_every=1000, eval_episodes=2, target_return=None)
+
+
+def test_killed_learner_names_itself_and_the_checkpoint_and_resume_works(ray_cluster, tmp_path):
+    with pytest.raises(LearnerFailedError, match="learner actor failed") as info:
+        train_dqn_ray(CFG, num_workers=2, checkpoint_dir=tmp_path, checkpoint_every=200,
+                      kill_learner_at_step=2000)
+    path = tmp_path / "checkpoint.pt"
+    assert f"resume_from={str(path)!r}" in str(info.value)
+    assert wait_until_no_actors() == []
+    saved = load_checkpoint(path, "DQN", CFG)
+    assert 500 < saved.env_steps <= 2100 and saved.updates > 0
+
+    result = train_dqn_ray(CFG, num_workers=2, resume_from=path)
+    assert result.env_steps == 3000
+    assert result.updates == saved.updates + (3000 - saved.env_steps) // 2  # buffer restored
+    n = len(saved.history.episode_returns)
+    assert result.history.episode_returns[:n] == saved.history.episode_returns
+    assert any("resumed from" in e for e in result.history.events)
+    assert wait_until_no_actors() == []
+
+
+def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
+    # each CrashingCartPole instance raises at its 600th step: every worker fails, is
+    # restarted with a fresh env, and training still collects its whole budget
+    cfg = dataclasses.replace(CFG, env_id="rlkit/CrashingCartPole-v1")
+    result = train_dqn_ray(cfg, num_workers=2)
+    assert result.env_steps == 3000 and result.worker_restarts >= 2
+    failures = [e for e in result.history.events if "failed" in e]
+    assert len(failures) == result.worker_restarts
+    assert all("RuntimeError: FaultyCartPole: injected crash at step 600" in e
+               for e in failures)
+    assert {e.split("worker ")[1].split()[0] for e in failures} == {"0", "1"}
+    assert wait_until_no_actors() == []
+
+
+def test_env_that_always_crashes_gives_up_after_max_restarts(ray_cluster):
+    cfg = dataclasses.replace(CFG, env_id="rlkit/CrashingCartPole-v1", total_steps=20_000)
+    with pytest.raises(RuntimeError, match="rollout worker 0 failed 2 times.*injected crash"):
+        train_dqn_ray(cfg, num_workers=1, fragment_steps=1000, max_restarts=1)
+    assert wait_until_no_actors() == []
+
+
+def test_killed_evaluator_is_restarted_and_training_goes_on(ray_cluster):
+    result = train_dqn_ray(CFG, num_workers=2, kill_evaluator_at_step=1500)
+    assert result.env_steps == 3000 and result.evaluator_restarts == 1
+    assert any("evaluator failed" in e for e in result.history.events)
+    assert result.history.eval_steps[-1] == 3000 and len(result.history.eval_steps) >= 2
+    assert wait_until_no_actors() == []
+
+
+def test_non_finite_loss_stops_the_learner_with_its_metrics(ray_cluster):
+    cfg = dataclasses.replace(CFG, env_id="rlkit/NaNRewardCartPole-v1", learning_starts=200)
+    with pytest.raises(FloatingPointError, match=r"learner stopped .*loss became nan"):
+        train_dqn_ray(cfg, num_workers=1)
+    assert wait_until_no_actors() == []
+
+
+def test_hanging_env_surfaces_as_a_timeout_naming_the_workers(ray_cluster):
+    cfg = dataclasses.replace(CFG, env_id="rlkit/HangingCartPole-v1")
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"no rollout worker .*answered within "
+                                           r"timeout_s=5.0 s \(waiting for workers \[0\]\)"):
+        train_dqn_ray(cfg, num_workers=1, timeout_s=5.0)
+    assert time.monotonic() - start < 60  # start-up + the 300 steps + 5 s, never an hour
+    assert wait_until_no_actors() == []
+
+
+class _StopPressed(Exception):
+    pass
+
+
+def _press_stop_at_episode(monkeypatch, n):
+    """Raise KeyboardInterrupt inside the driver loop at the n-th logged episode, as a
+    learner pressing the notebook's stop button would."""
+    original = History.log_episode
+    count = {"n": 0}
+
+    def log_episode(self, *args):
+        count["n"] += 1
+        if count["n"] == n:
+            raise KeyboardInterrupt
+        original(self, *args)
+
+    monkeypatch.setattr(History, "log_episode", log_episode)
+
+
+def test_keyboard_interrupt_saves_a_checkpoint_and_stops_every_actor(ray_cluster, tmp_path,
+                                                                      monkeypatch):
+    _press_stop_at_episode(monkeypatch, 60)
+    with pytest.raises(KeyboardInterrupt):
+        train_dqn_ray(dataclasses.replace(CFG, total_steps=20_000), num_workers=2,
+                      checkpoint_dir=tmp_path)
+    assert wait_until_no_actors() == []
+    saved = load_checkpoint(tmp_path, "DQN", CFG)
+    assert 0 < saved.env_steps < 20_000 and len(saved.history.episode_returns) == 59
+    monkeypatch.undo()
+    # the session is still usable: the next run (resumed from the interrupt) works
+    result = train_dqn_ray(dataclasses.replace(CFG, total_steps=saved.env_steps + 500),
+                           num_workers=1, resume_from=tmp_path)
+    assert result.env_steps == saved.env_steps + 500
+    assert wait_until_no_actors() == []
+
+
+def test_keyboard_interrupt_in_the_single_process_loop_saves_a_checkpoint(tmp_path,
+                                                                          monkeypatch):
+    _press_stop_at_episode(monkeypatch, 30)
+    with pytest.raises(KeyboardInterrupt):
+        train_dqn(CFG, checkpoint_dir=tmp_path)
+    saved = load_checkpoint(tmp_path, "DQN", CFG)
+    assert len(saved.history.episode_returns) == 29 and saved.env_steps > 0
+    assert np.isfinite(saved.history.episode_returns).all()
