@@ -50,6 +50,41 @@ class Batch(NamedTuple):
 _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
 
 
+def free_memory_bytes(device: str | torch.device = "cpu") -> int | None:
+    """Memory free for a new buffer on ``device``: available host RAM (via psutil, which Ray
+    installs) or free GPU memory; ``None`` if it cannot be told."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def check_buffer_memory(capacity: int, obs_dim: int, action_dim: int | None,
+                        device: str | torch.device = "cpu") -> int:
+    """Estimate a buffer's bytes *before* allocating it; refuse one that would not fit.
+
+    The limit is :data:`MAX_BUFFER_BYTES` or 80% of the memory free on ``device``, whichever is
+    smaller. Returns the estimate.
+
+    Raises:
+        ValueError: naming ``buffer_size`` and the largest capacity that would fit.
+    """
+    nbytes = ReplayBuffer.estimate_bytes(capacity, obs_dim, action_dim)
+    free = free_memory_bytes(device)
+    limit = MAX_BUFFER_BYTES if free is None else min(MAX_BUFFER_BYTES, int(0.8 * free))
+    if nbytes > limit:
+        per_item = max(1, nbytes // max(1, capacity))
+        raise ValueError(
+            f"buffer_size={capacity} would need {nbytes / 2**30:.1f} GiB on {device}, more than "
+            f"the {limit / 2**30:.1f} GiB allowed (80% of free memory, at most "
+            f"{MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: use buffer_size <= {limit // per_item}.")
+    return nbytes
+
+
 def _check_buffer_state(state: dict[str, Any], capacity: int) -> None:
     if state["capacity"] != capacity:
         raise ValueError(
@@ -80,12 +115,7 @@ class ReplayBuffer:
         if not isinstance(obs_dim, int) or obs_dim < 1:
             raise ValueError(f"obs_dim={obs_dim!r} must be a positive int (the flat "
                              "observation size).")
-        nbytes = self.estimate_bytes(capacity, obs_dim, action_dim)
-        if nbytes > MAX_BUFFER_BYTES:
-            raise ValueError(
-                f"capacity={capacity} would need {nbytes / 2**30:.1f} GiB of memory "
-                f"(limit {MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: lower the buffer capacity."
-            )
+        check_buffer_memory(capacity, obs_dim, action_dim)
         self.capacity = capacity
         self.obs_dim = obs_dim
         self.action_dim = action_dim
@@ -199,11 +229,7 @@ class TensorReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int,
                  device: str | torch.device = "cpu", seed: int = 0) -> None:
-        nbytes = ReplayBuffer.estimate_bytes(capacity, obs_dim, action_dim)
-        if nbytes > MAX_BUFFER_BYTES:
-            raise ValueError(
-                f"capacity={capacity} would need {nbytes / 2**30:.1f} GiB "
-                f"(limit {MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: lower the buffer capacity.")
+        check_buffer_memory(capacity, obs_dim, action_dim, device)
         self.device = torch.device(device)
         self.capacity = capacity
         f32 = dict(dtype=torch.float32, device=self.device)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,8 @@ from rlkit.algorithms import AlgorithmSpec, DQNSpec, SACSpec
 from rlkit.checkpoint import (check_checkpoint_options, load_checkpoint, next_multiple,
                               save_checkpoint)
 from rlkit.dqn import DQNConfig, eval_seed
-from rlkit.envs import make_env
+from rlkit.buffers import check_buffer_memory
+from rlkit.envs import make_env, space_dims
 from rlkit.metrics import History
 from rlkit.parameter_server import ParameterServer
 from rlkit.sac import SACConfig
@@ -29,6 +31,12 @@ __all__ = ["LearnerFailedError", "RayResult", "ResourcePlan", "init_ray", "plan_
 
 def init_ray(num_cpus: int | None = None) -> dict[str, float]:
     """Attach to the cluster at ``RAY_ADDRESS`` if set, else start a local one; no dashboard.
+
+    A local instance keeps Ray 2.60's token authentication on (``ray.init`` turns it on unless
+    ``RAY_AUTH_MODE`` says otherwise): its ports listen on the machine's network address, not
+    only on localhost, so the token is what keeps other machines out. The token file
+    (``~/.ray/auth_token``) is made readable by its owner only. Setting
+    ``RAY_AUTH_MODE=disabled`` gets a warning.
 
     Args:
         num_cpus: CPUs a *local* instance offers (default: all logical cores).
@@ -42,8 +50,27 @@ def init_ray(num_cpus: int | None = None) -> dict[str, float]:
         if os.environ.get("RAY_ADDRESS"):
             ray.init(address=os.environ["RAY_ADDRESS"])
         else:
+            mode = os.environ.get("RAY_AUTH_MODE", "")
+            if mode and mode.lower() != "token":
+                warnings.warn(f"RAY_AUTH_MODE={mode!r} turns Ray's token authentication off: "
+                              "anyone who can reach this machine's Ray ports can run code "
+                              "here. Fix: unset RAY_AUTH_MODE.", stacklevel=2)
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=True)
+            protect_token_file()
     return ray.cluster_resources()
+
+
+def protect_token_file() -> Path | None:
+    """Make Ray's token file readable by its owner only (Ray 2.60 writes it world-readable);
+    returns its path, or ``None`` if there is none or it is not ours."""
+    token = Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))
+    try:
+        if token.is_file() and token.stat().st_uid == os.getuid():
+            token.chmod(0o600)
+            return token
+    except OSError:
+        pass
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,7 +92,8 @@ def plan_resources(num_workers: int, cluster_cpus: float) -> ResourcePlan:
         ValueError: if ``num_workers`` is not positive or the cluster is too small for them.
     """
     if not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"num_workers={num_workers!r} must be an int >= 1.")
+        raise ValueError(f"num_workers={num_workers!r} must be an int >= 1. Fix: use "
+                         f"num_workers=1 or more.")
     learner = 1.0 if cluster_cpus >= 2 else cluster_cpus / 2
     per_worker = min(1.0, (cluster_cpus - learner) / num_workers)
     if per_worker < 0.05:
@@ -223,7 +251,13 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
     if learner_gpus > cluster.get("GPU", 0):
         raise ValueError(f"learner_gpus={learner_gpus} but the cluster has "
                          f"{cluster.get('GPU', 0):g} GPUs. Fix: use learner_gpus=0 (CPU) or None.")
-    make_env(config.env_id, config.seed, spec.action_kind, spec.name).close()  # fail early
+    env = make_env(config.env_id, config.seed, spec.action_kind, spec.name)  # fail early
+    obs_dim, act_dim = space_dims(env)
+    env.close()
+    # estimate the learner's buffer before any actor starts (for a GPU learner the driver
+    # cannot see the GPU's free memory; the learner checks again when it allocates)
+    check_buffer_memory(config.buffer_size, obs_dim,
+                        None if spec.action_kind == "discrete" else act_dim)
     resumed = None if resume_from is None else load_checkpoint(resume_from, spec.name, config)
 
     actors: list[Any] = []

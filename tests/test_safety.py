@@ -1,0 +1,63 @@
+"""Safe by default: JupyterLab listens on localhost only; a local Ray instance started by
+rlkit keeps token authentication on and its token private."""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _listening_addresses(pid: int) -> set[str]:
+    procs = [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)
+    ours = {p.pid for p in procs}
+    return {c.laddr.ip for c in psutil.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.pid in ours}
+
+
+@pytest.mark.skipif(shutil.which("jupyter", path=str(Path(sys.executable).parent)) is None,
+                    reason="JupyterLab is not installed")
+def test_jupyterlab_as_make_lab_starts_it_listens_on_localhost_only(tmp_path):
+    jupyter = str(Path(sys.executable).parent / "jupyter")
+    # the same command as `make lab`, with a free port and no browser
+    command = [jupyter, "lab", "notebooks/", "--no-browser", "--port=18931",
+               "--ServerApp.port_retries=50", f"--ServerApp.runtime_dir={tmp_path}"]
+    if os.getuid() == 0:
+        command.append("--allow-root")
+    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        addresses: set[str] = set()
+        deadline = time.monotonic() + 60
+        while not addresses and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.5)
+            addresses = _listening_addresses(server.pid)
+        assert addresses, "JupyterLab did not start listening within 60 s"
+        assert addresses <= {"127.0.0.1", "::1"}, f"JupyterLab listens on {addresses}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.ray
+def test_local_ray_from_init_ray_keeps_token_auth_on_and_the_token_private():
+    probe = (
+        "import os, stat, ray\n"
+        "from rlkit.parallel import init_ray, protect_token_file\n"
+        "init_ray(num_cpus=1)\n"
+        "token = protect_token_file()\n"
+        "print(os.environ.get('RAY_AUTH_MODE'), token is not None and "
+        "oct(stat.S_IMODE(token.stat().st_mode)))\n"
+        "ray.shutdown()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout.split()
+    assert out[-2] == "token"  # ray.init turned token authentication on
+    assert out[-1] == oct(0o600)  # and the token file is the owner's alone
