@@ -255,7 +255,8 @@ class TensorReplayBuffer:
         idx = torch.as_tensor(slots, device=self.device)
         for store, values in zip((self.obs, self.actions, self.rewards, self.next_obs,
                                   self.terminations), batch):
-            rows = torch.as_tensor(np.asarray(values)[skip:], dtype=torch.float32)
+            # a copy: arrays that arrive through Ray are read-only views of the object store
+            rows = torch.from_numpy(np.array(np.asarray(values)[skip:], dtype=np.float32))
             store[idx] = rows.reshape((len(slots), *store.shape[1:])).to(self.device,
                                                                           non_blocking=True)
         self.size = min(self.size + n, self.capacity)

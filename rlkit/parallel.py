@@ -282,6 +282,7 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
     last_checkpoint: Path | None = None
     checkpointed_at = updates_asked
     bar = None
+    saver: Any = None  # save() once the actors are up: an interrupt before that saves nothing
     start_time = time.perf_counter()
 
     def clock() -> float:
@@ -356,6 +357,7 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
                                               clock(), history)
             checkpointed_at = updates_asked
 
+        saver = save
         # stats ref -> (worker index, batch ref, steps asked for)
         in_flight: dict[Any, tuple[int, Any, int]] = {}
 
@@ -507,10 +509,10 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
                            "Fix: check the actors' logs, or raise timeout_s.") from error
     except KeyboardInterrupt:
         # the learner pressed stop: keep what was learned if the learner still answers quickly
-        if checkpoint_dir is not None and actors:
+        if saver is not None:
             try:
                 timeout_s = min(timeout_s, 10.0)
-                save()
+                saver()
                 print(f"interrupted at env step {env_steps}; checkpoint saved to "
                       f"{last_checkpoint}")
             except Exception as error:  # noqa: BLE001 - the interrupt is what matters
