@@ -13,7 +13,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["00_ray_core.ipynb", "03_sac_gpu_ray.ipynb"])
+@pytest.mark.parametrize("name", ["00_ray_core.ipynb", "02_dqn_ray_parallel.ipynb",
+                                  "03_sac_gpu_ray.ipynb"])
 def test_ray_notebook_runs_twice_in_one_kernel(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(nb, timeout=900, kernel_name="python3",
