@@ -76,8 +76,10 @@ def render(results: Path, timing: dict) -> str:
     if timing:
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
                 f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
-                f"{timing['pytest_seconds'] / 60:.1f} min of tests (unit tests "
-                f"{timing['unit_tests_seconds']:.0f} s, the rest the notebooks). Source: "
+                f"{timing['pytest_seconds'] / 60:.1f} min of tests (`tests/` "
+                f"{timing['unit_tests_seconds'] / 60:.1f} min, including the fault tests and "
+                f"notebooks 00, 02 and 03 run twice in one kernel; the rest nbval running "
+                f"each notebook once). Source: "
                 f"{timing['source']}.", ""]
     if nb01:
         out += ["**Notebook 01, per seed** (greedy eval over 20 episodes; wall seconds include "

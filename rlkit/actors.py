@@ -79,7 +79,9 @@ class RolloutWorker:
         parameter_server: A :class:`rlkit.parameter_server.ParameterServer`, a Ray handle to
             one, or ``None``
             (then weights come only through :meth:`set_weights`).
-        restart: How many times this worker index has been restarted.
+        restart: Which incarnation of this worker index this is: its restarts, plus 1000 for
+            each time the run was resumed from a checkpoint, so every incarnation has its own
+            random stream.
         num_envs: Environments the worker steps in lockstep (one forward pass for all).
         timeout_s: Longest wait for the parameter server before raising ``GetTimeoutError``.
     """

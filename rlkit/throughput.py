@@ -28,6 +28,7 @@ from rlkit.networks import QNetwork, load_numpy_weights
 from rlkit.parameter_server import ParameterServer
 
 EPSILON = 0.1  # exploration rate used while measuring (a forward pass on 90% of steps)
+TIMEOUT_S = 120.0  # longest wait for any actor here; a stuck probe raises GetTimeoutError
 
 
 class NaiveRolloutWorker:
@@ -50,8 +51,9 @@ class NaiveRolloutWorker:
 
         steps, deadline = 0, time.perf_counter() + seconds
         while time.perf_counter() < deadline:
-            version, payload = ray.get(self.ps.get_if_newer.remote(0))  # weights every episode
-            load_numpy_weights(self.q, ray.get(payload[0]))
+            # the latest weights at every episode start, as the seed design did
+            version, payload = ray.get(self.ps.get_if_newer.remote(0), timeout=TIMEOUT_S)
+            load_numpy_weights(self.q, ray.get(payload[0], timeout=TIMEOUT_S))
             obs, _ = self.env.reset()
             done = False
             while not done and time.perf_counter() < deadline:
@@ -59,7 +61,8 @@ class NaiveRolloutWorker:
                 next_obs, reward, terminated, truncated, _ = self.env.step(action)
                 self.buffer.add.remote(obs, action, reward, next_obs, terminated)  # per step!
                 obs, done, steps = next_obs, terminated or truncated, steps + 1
-        ray.get(self.buffer.__len__.remote())  # wait until every add has been delivered
+        # wait until every add has been delivered
+        ray.get(self.buffer.__len__.remote(), timeout=TIMEOUT_S)
         return steps
 
 
@@ -74,7 +77,7 @@ def _cluster(config: DQNConfig, num_workers: int) -> tuple[Any, Any, float]:
     probe.close()
     ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
     weights = DQNLearner(obs_dim, n_actions, config).get_weights()
-    ray.get(ps.publish.remote([ray.put(weights)]))
+    ray.get(ps.publish.remote([ray.put(weights)]), timeout=TIMEOUT_S)
     buffer = ray.remote(ReplayBuffer).options(num_cpus=0).remote(100_000, obs_dim)
     cpus = plan_resources(num_workers, ray.cluster_resources()["CPU"]).worker_cpus
     return ps, buffer, cpus
@@ -87,9 +90,10 @@ def naive_rollout_throughput(config: DQNConfig, seconds: float = 5.0) -> float:
     ps, buffer, cpus = _cluster(config, 1)
     worker = ray.remote(NaiveRolloutWorker).options(num_cpus=cpus).remote(config, 0, ps, buffer)
     try:
-        ray.get(worker.run_for.remote(0.2))  # warm-up: process start, first imports
+        # warm-up: process start, first imports
+        ray.get(worker.run_for.remote(0.2), timeout=TIMEOUT_S)
         start = time.perf_counter()
-        steps = ray.get(worker.run_for.remote(seconds))
+        steps = ray.get(worker.run_for.remote(seconds), timeout=seconds + TIMEOUT_S)
         return steps / (time.perf_counter() - start)
     finally:
         for handle in (worker, buffer, ps):
@@ -113,7 +117,8 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
     workers = [ray.remote(RolloutWorker).options(num_cpus=cpus).remote(
         DQNSpec(config), i, ps, 0, envs_per_worker) for i in range(num_workers)]
     try:
-        ray.get([w.collect.options(num_returns=2).remote(10, EPSILON)[1] for w in workers])
+        ray.get([w.collect.options(num_returns=2).remote(10, EPSILON)[1] for w in workers],
+                timeout=TIMEOUT_S)
         steps, adds, pending = 0, [], {}
 
         def launch(i: int) -> None:
@@ -126,13 +131,16 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
             for _ in range(calls_in_flight):
                 launch(i)
         while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=TIMEOUT_S)
+            if not ready:
+                raise TimeoutError(f"no rollout worker answered within {TIMEOUT_S} s")
+            ref = ready[0]
             i, batch_ref = pending.pop(ref)
-            steps += ray.get(ref).num_steps
+            steps += ray.get(ref, timeout=TIMEOUT_S).num_steps
             adds.append(buffer.add_batch.remote(batch_ref))
             if time.perf_counter() - start < seconds:
                 launch(i)
-        ray.get(adds)  # every fragment delivered to the buffer
+        ray.get(adds, timeout=TIMEOUT_S)  # every fragment delivered to the buffer
         return steps / (time.perf_counter() - start)
     finally:
         for handle in [*workers, buffer, ps]:

@@ -1,0 +1,59 @@
+"""Record how long a timed ``make test`` took, per notebook, from its JUnit XML.
+
+    CI=true PYTEST_ARGS=--junitxml=/tmp/junit.xml bash -c "time bash .ci/run"
+    python -m benchmarks.notebook_runtimes /tmp/junit.xml --install-seconds 80 \\
+        --total-seconds 900 --source "fresh clone, ..."
+
+Writes ``benchmarks/results/notebook_runtimes.json``, which ``render_readme`` reads for the
+notebook table's "runs in" column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.common import write_result
+
+
+def summarise(junit: Path) -> dict[str, object]:
+    """Seconds per notebook under nbval, for everything in ``tests/``, and for the whole run."""
+    root = ET.parse(junit).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    per_notebook: dict[str, float] = defaultdict(float)
+    unit = 0.0
+    for case in suite.iter("testcase"):
+        seconds = float(case.get("time", 0.0))
+        classname = case.get("classname", "")
+        if classname.startswith("tests.") or classname.startswith("tests/"):
+            unit += seconds  # tests/ (including test_notebooks_twice, whose ids name notebooks)
+            continue
+        where = f"{classname} {case.get('name', '')} {case.get('file', '')}"
+        name = next((part for part in where.replace("::", " ").replace("/", " ").split()
+                     if part.endswith(".ipynb")), None)
+        if name is None:
+            unit += seconds
+        else:
+            per_notebook[name] += seconds
+    return {"notebooks_seconds": dict(sorted(per_notebook.items())),
+            "unit_tests_seconds": round(unit, 1),
+            "pytest_seconds": round(float(suite.get("time", 0.0)), 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("junit", type=Path)
+    parser.add_argument("--install-seconds", type=float, required=True)
+    parser.add_argument("--total-seconds", type=float, required=True)
+    parser.add_argument("--source", required=True)
+    args = parser.parse_args()
+    data = summarise(args.junit)
+    write_result("notebook_runtimes", {"source": args.source, **data,
+                                       "make_test_total_seconds": args.total_seconds,
+                                       "install_seconds": args.install_seconds})
+
+
+if __name__ == "__main__":
+    main()
