@@ -1,6 +1,6 @@
 """Running a notebook twice in one kernel works: the Ray notebooks shut Ray down at the end and
 start it again at the top, no actor or name is left over from the first run, and every check
-cell passes both times. (nbval runs every notebook once; this runs the Ray ones twice.)"""
+cell passes both times. (nbval runs every notebook once; this runs two of the Ray ones twice.)"""
 
 from pathlib import Path
 
@@ -13,8 +13,10 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["00_ray_core.ipynb", "02_dqn_ray_parallel.ipynb",
-                                  "03_sac_gpu_ray.ipynb"])
+# 00 (Ray core) and 03 (the full driver: init, actors, checkpoints, a SIGINT, shutdown) keep
+# the lifecycle covered; 02 uses the same driver and passed twice too, but costs ~5 min more,
+# and `make test` must stay well under 30 minutes on 2 cores.
+@pytest.mark.parametrize("name", ["00_ray_core.ipynb", "03_sac_gpu_ray.ipynb"])
 def test_ray_notebook_runs_twice_in_one_kernel(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(nb, timeout=900, kernel_name="python3",
