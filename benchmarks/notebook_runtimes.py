@@ -11,11 +11,14 @@ notebook table's "runs in" column.
 from __future__ import annotations
 
 import argparse
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.common import write_result
+
+NOTEBOOK = re.compile(r"[\w-]+\.ipynb")  # "notebooks.00_ray_core.ipynb" -> "00_ray_core.ipynb"
 
 
 def summarise(junit: Path) -> dict[str, object]:
@@ -30,15 +33,13 @@ def summarise(junit: Path) -> dict[str, object]:
         if classname.startswith("tests.") or classname.startswith("tests/"):
             unit += seconds  # tests/ (including test_notebooks_twice, whose ids name notebooks)
             continue
-        where = f"{classname} {case.get('name', '')} {case.get('file', '')}"
-        name = next((part for part in where.replace("::", " ").replace("/", " ").split()
-                     if part.endswith(".ipynb")), None)
-        if name is None:
+        match = NOTEBOOK.search(f"{classname} {case.get('name', '')} {case.get('file', '')}")
+        if match is None:
             unit += seconds
         else:
-            per_notebook[name] += seconds
+            per_notebook[match.group(0)] += seconds
     return {"notebooks_seconds": dict(sorted(per_notebook.items())),
-            "unit_tests_seconds": round(unit, 1),
+            "tests_dir_seconds": round(unit, 1),
             "pytest_seconds": round(float(suite.get("time", 0.0)), 1)}
 
 

@@ -77,7 +77,7 @@ def render(results: Path, timing: dict) -> str:
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
                 f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
                 f"{timing['pytest_seconds'] / 60:.1f} min of tests (`tests/` "
-                f"{timing['unit_tests_seconds'] / 60:.1f} min, including the fault tests and "
+                f"{timing['tests_dir_seconds'] / 60:.1f} min, including the fault tests and "
                 f"notebooks 00 and 03 run twice in one kernel; the rest nbval running "
                 f"each notebook once). Source: "
                 f"{timing['source']}.", ""]

@@ -130,7 +130,7 @@ def train_single_process(spec: AlgorithmSpec, progress: bool = False,
                                                      config.train_every):
                 metrics = learner.update(buffer.sample(config.batch_size))
                 losses.append(torch.as_tensor(spec.loss_of(metrics)))
-                if learner.updates % checkpoint_every == 0:
+                if checkpoint_dir is not None and learner.updates % checkpoint_every == 0:
                     flush_losses()
                     save()
             if step % 1000 < n:
