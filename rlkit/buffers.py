@@ -51,8 +51,8 @@ _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
 
 
 def free_memory_bytes(device: str | torch.device = "cpu") -> int | None:
-    """Memory free for a new buffer on ``device``: available host RAM (via psutil, which Ray
-    installs) or free GPU memory; ``None`` if it cannot be told."""
+    """Memory free for a new buffer on ``device``: available host RAM (via psutil, pinned in
+    requirements.txt) or free GPU memory; ``None`` if it cannot be told."""
     device = torch.device(device)
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
