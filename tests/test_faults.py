@@ -130,3 +130,13 @@ def test_keyboard_interrupt_in_the_single_process_loop_saves_a_checkpoint(tmp_pa
     saved = load_checkpoint(tmp_path, "DQN", CFG)
     assert len(saved.history.episode_returns) == 29 and saved.env_steps > 0
     assert np.isfinite(saved.history.episode_returns).all()
+
+
+def test_a_single_process_checkpoint_resumes_under_ray(ray_cluster, tmp_path):
+    first = train_dqn(dataclasses.replace(CFG, total_steps=1000), checkpoint_dir=tmp_path)
+    result = train_dqn_ray(CFG, num_workers=1, resume_from=tmp_path)
+    assert result.env_steps == 3000
+    assert result.updates == first.learner.updates + (3000 - 1000) // 2  # buffer restored
+    n = len(first.history.episode_returns)
+    assert result.history.episode_returns[:n] == first.history.episode_returns
+    assert wait_until_no_actors() == []
