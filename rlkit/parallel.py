@@ -155,7 +155,7 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[-1][:200] if lines else ''}"
 
 
-def _check_driver_options(num_workers: int, options: dict[str, Any]) -> None:
+def _check_driver_options(options: dict[str, Any]) -> None:
     """Validate :func:`train_ray`'s arguments; each error names the argument and the fix."""
     for name in ("fragment_steps", "envs_per_worker", "publish_every", "max_learner_lag",
                  "max_restarts"):
@@ -234,7 +234,7 @@ def train_ray(spec: AlgorithmSpec, num_workers: int = 2, fragment_steps: int = 1
     import ray
     from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
-    _check_driver_options(num_workers, dict(
+    _check_driver_options(dict(
         fragment_steps=fragment_steps, envs_per_worker=envs_per_worker,
         publish_every=publish_every, max_learner_lag=max_learner_lag, max_restarts=max_restarts,
         timeout_s=timeout_s, kill_worker_at_step=kill_worker_at_step,
