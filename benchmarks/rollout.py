@@ -42,10 +42,11 @@ def main() -> None:
     import matplotlib.pyplot as plt
     import ray
 
-    from rlkit.dqn import DQNConfig
-    from rlkit.parallel import init_ray
-    from rlkit.throughput import (batched_rollout_throughput, naive_rollout_throughput,
-                                  single_process_throughput)
+    from rlkit.algos.dqn import DQNConfig
+    from rlkit.distributed.cluster import init_ray
+    from rlkit.distributed.throughput import (batched_rollout_throughput,
+                                              naive_rollout_throughput,
+                                              single_process_throughput)
 
     config = DQNConfig()
     raw = raw_env_rate(args.seconds)

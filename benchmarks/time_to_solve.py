@@ -29,9 +29,12 @@ def main() -> None:
 
     import ray
 
-    from rlkit.dqn import DQNConfig, train_dqn
-    from rlkit.parallel import init_ray, train_dqn_ray, train_sac_ray
-    from rlkit.sac import SACConfig, train_sac
+    from rlkit.algos.dqn import DQNConfig
+    from rlkit.train import train_dqn
+    from rlkit.distributed.cluster import init_ray
+    from rlkit.distributed.driver import train_dqn_ray, train_sac_ray
+    from rlkit.algos.sac import SACConfig
+    from rlkit.train import train_sac
 
     runs: dict[str, dict[str, dict]] = {}
     plans = {"dqn": (DQNConfig, train_dqn, train_dqn_ray), "sac": (SACConfig, train_sac, train_sac_ray)}

@@ -27,9 +27,11 @@ class _Fetcher:
     """A stand-in rollout worker that only syncs weights (actor class for this benchmark)."""
 
     def __init__(self, spec, ps):
-        from rlkit.actors import RolloutWorker
+        from rlkit.distributed.parameter_server import RayChannel
+        from rlkit.distributed.roles import RolloutWorker
 
-        self.worker = RolloutWorker(spec, 0, ps)
+        self.ps = ps
+        self.worker = RolloutWorker(spec, 0, RayChannel(ps))
 
     def prefetched_sync(self, version: int) -> float:
         """Seconds of the sync that loads ``version``, timed only once its answer is back (as
@@ -37,8 +39,8 @@ class _Fetcher:
         import ray
 
         while self.worker.version < version:
-            if self.worker.pending_sync is not None:
-                ray.wait([self.worker.pending_sync])  # untimed: overlaps acting in training
+            if self.worker.weights.pending_poll is not None:
+                ray.wait([self.worker.weights.pending_poll])  # untimed: overlaps acting
             start = time.perf_counter()
             self.worker.sync_weights()
             seconds = time.perf_counter() - start
@@ -49,7 +51,7 @@ class _Fetcher:
         import ray
 
         start = time.perf_counter()
-        version, payload = ray.get(self.worker.parameter_server.get_if_newer.remote(-1))
+        version, payload = ray.get(self.ps.get_if_newer.remote(-1))
         self.worker.set_weights(ray.get(payload[0]), version)
         return time.perf_counter() - start
 
@@ -65,12 +67,11 @@ def main() -> None:
 
     import ray
 
-    from rlkit.actors import LearnerWorker
-    from rlkit.algorithms import DQNSpec, SACSpec
-    from rlkit.dqn import DQNConfig
-    from rlkit.parallel import init_ray
-    from rlkit.parameter_server import ParameterServer
-    from rlkit.sac import SACConfig
+    from rlkit.algos.dqn import DQNConfig, DQNSpec
+    from rlkit.algos.sac import SACConfig, SACSpec
+    from rlkit.distributed.cluster import init_ray
+    from rlkit.distributed.parameter_server import ParameterServer, RayChannel
+    from rlkit.distributed.roles import LearnerWorker
 
     init_ray()
     results = {}
@@ -79,14 +80,14 @@ def main() -> None:
                            ("sac actor 256x256", SACSpec(SACConfig(hidden=(256, 256)))),
                            ("sac actor 128x128 (notebook 03)", SACSpec(SACConfig()))):
             ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
-            learner = LearnerWorker(spec, ps, use_ray_put=True, device="cpu")
+            learner = LearnerWorker(spec, RayChannel(ps), device="cpu")
             fetcher = ray.remote(_Fetcher).options(num_cpus=0).remote(spec, ps)
             publish, fetch, blocking_publish, blocking_fetch = [], [], [], []
             for _ in range(args.repeats):
                 start = time.perf_counter()
                 learner.publish(wait=False)
                 publish.append(time.perf_counter() - start)
-                learner.flush()  # untimed: in training the learner never waits for this
+                learner.weights.flush()  # untimed: in training the learner never waits for this
                 version = ray.get(ps.get_version.remote())
                 fetch.append(ray.get(fetcher.prefetched_sync.remote(version)))
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
+
+from rlkit.types import Batch, TensorBatch
 
 #: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
 MAX_BUFFER_BYTES = 8 * 2**30
@@ -22,29 +24,6 @@ def ring_slots(pos: int, n: int, capacity: int) -> tuple[int, np.ndarray, int]:
     skip = max(0, n - capacity)
     slots = (pos + skip + np.arange(n - skip)) % capacity
     return skip, slots, (pos + n) % capacity
-
-
-class Batch(NamedTuple):
-    """A batch of ``B`` transitions, as numpy arrays.
-
-    Attributes:
-        obs: ``(B, obs_dim)`` float32 observations.
-        actions: ``(B,)`` int64 for discrete actions, ``(B, act_dim)`` float32 for continuous.
-        rewards: ``(B,)`` float32.
-        next_obs: ``(B, obs_dim)`` float32 observations after the step.
-        terminations: ``(B,)`` float32, 1.0 where the episode truly ended (a terminal state with
-            no future reward). A time-limit truncation is stored as 0.0: its target still
-            bootstraps from ``next_obs``.
-    """
-
-    obs: np.ndarray
-    actions: np.ndarray
-    rewards: np.ndarray
-    next_obs: np.ndarray
-    terminations: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.rewards)
 
 
 _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
@@ -200,17 +179,6 @@ class ReplayBuffer:
         idx = self.rng.integers(0, self.size, size=batch_size)
         return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
                      self.terminations[idx])
-
-
-class TensorBatch(NamedTuple):
-    """A batch of ``B`` transitions as torch tensors on the learner's device (see :class:`Batch`
-    for the shapes)."""
-
-    obs: torch.Tensor
-    actions: torch.Tensor
-    rewards: torch.Tensor
-    next_obs: torch.Tensor
-    terminations: torch.Tensor
 
 
 class TensorReplayBuffer:

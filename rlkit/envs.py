@@ -6,25 +6,37 @@ uses it (a rollout worker builds its own; environments are never pickled between
 
 from __future__ import annotations
 
-from typing import Literal
+import importlib
 
 import gymnasium as gym
 import numpy as np
 
-from rlkit import faulty_envs
+from rlkit.types import ActionKind
 
-ActionKind = Literal["discrete", "continuous"]
-faulty_envs.register()  # the fault-injection envs, importable by id in every Ray worker
+__all__ = ["ActionKind", "check_action_space", "check_env_id", "make_env", "space_dims"]
 
 
 def check_env_id(env_id: str, field: str = "env_id") -> None:
     """Raise a ``ValueError`` naming ``field`` if ``env_id`` is not a registered gymnasium id.
 
+    An id of the form ``"package.module:Name-v0"`` first imports ``package.module`` (which
+    registers ``Name-v0``), as :func:`gymnasium.make` does; that is how an environment defined
+    outside gymnasium reaches every Ray worker by id alone.
+
     Args:
         env_id: A gymnasium id such as ``"CartPole-v1"``.
         field: The config field the id came from, named in the error message.
     """
-    if not isinstance(env_id, str) or env_id not in gym.registry:
+    name = env_id
+    if isinstance(env_id, str) and ":" in env_id:
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(f"{field}={env_id!r}: the module {module!r} before the ':' cannot "
+                             f"be imported ({error}). Fix: check its spelling, or install the "
+                             f"package that defines the environment.") from error
+    if not isinstance(env_id, str) or name not in gym.registry:
         close = [name for name in gym.registry if isinstance(env_id, str)
                  and name.lower().startswith(env_id.split("-")[0].lower()[:4])][:5]
         hint = f" Close matches: {close}." if close else ""

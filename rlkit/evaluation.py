@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from rlkit.envs import make_env
-
-BatchPolicy = Callable[[np.ndarray], np.ndarray]
+from rlkit.types import BatchPolicy
 
 
 def evaluate_policy(policy: BatchPolicy, env_id: str, episodes: int, seed: int) -> np.ndarray:

@@ -67,6 +67,12 @@ def make_adam(params: Any, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr)
 
 
+def module_weights(module: nn.Module) -> dict[str, np.ndarray]:
+    """A module's ``state_dict`` as numpy arrays on the host: the form weights travel in
+    between processes (Ray ships numpy arrays 2-6x faster than torch tensors)."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in module.state_dict().items()}
+
+
 def load_numpy_weights(module: nn.Module, weights: dict[str, np.ndarray]) -> None:
     """Load a ``{name: numpy array}`` state dict (the form weights travel in between processes).
 

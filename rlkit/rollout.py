@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlkit.buffers import Batch
-from rlkit.envs import ActionKind, make_env, space_dims
-from rlkit.evaluation import BatchPolicy
+from rlkit.envs import make_env, space_dims
+from rlkit.types import ActionKind, Batch, BatchPolicy
 
 
 @dataclass

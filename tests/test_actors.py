@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.actors import Evaluator, LearnerWorker, RolloutWorker
-from rlkit.algorithms import DQNSpec
-from rlkit.parameter_server import ParameterServer
-from rlkit.dqn import DQNConfig, train_dqn
-from rlkit.parallel import plan_resources, updates_due
+from rlkit.algos.dqn import DQNConfig, DQNSpec
+from rlkit.common import updates_due
+from rlkit.distributed.cluster import plan_resources
+from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
+from rlkit.distributed.roles import Evaluator, LearnerWorker, RolloutWorker
+from rlkit.train import train_dqn
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=100, total_steps=2000)
 SPEC = DQNSpec(CFG)
@@ -25,9 +26,9 @@ def test_parameter_server_versions():
 
 def test_rollout_worker_fragment_shapes_and_weight_sync():
     ps = ParameterServer()
-    learner = LearnerWorker(SPEC, ps, publish_every=5)
-    worker = RolloutWorker(SPEC, 0, ps)
-    batch, stats = worker.collect(64, exploration=0.5)
+    learner = LearnerWorker(SPEC, LocalChannel(ps), publish_every=5)
+    worker = RolloutWorker(SPEC, 0, LocalChannel(ps))
+    batch, stats = worker.collect(64, random_action_prob=0.5)
     assert stats.weights_version == 0  # nothing published yet
     assert batch.obs.shape == (64, 4) and batch.obs.dtype == np.float32
     assert batch.actions.shape == (64,) and batch.actions.dtype == np.int64
@@ -36,7 +37,7 @@ def test_rollout_worker_fragment_shapes_and_weight_sync():
     assert stats.num_steps == 64 and stats.worker_index == 0
     learner.publish()
     assert ps.get_version() == 1
-    _, stats = worker.collect(8, exploration=0.0)
+    _, stats = worker.collect(8, random_action_prob=0.0)
     assert stats.weights_version == 1
     for (k, v), p in zip(learner.get_weights().items(), worker.net.state_dict().values()):
         np.testing.assert_array_equal(v, p.numpy())
@@ -53,7 +54,7 @@ def test_workers_have_different_random_streams():
 
 def test_learner_trains_as_told_and_publishes_every_k_updates():
     ps = ParameterServer()
-    learner = LearnerWorker(SPEC, ps, publish_every=5)
+    learner = LearnerWorker(SPEC, LocalChannel(ps), publish_every=5)
     batch, _ = RolloutWorker(SPEC, 0).collect(200, 1.0)
     metrics = learner.add_and_train(batch, 0)
     assert metrics["updates"] == 0 and metrics["buffer_size"] == 200 and np.isnan(metrics["loss"])
@@ -91,6 +92,14 @@ def test_resource_plan_fits_the_machine():
         plan_resources(100, 2.0)
     with pytest.raises(ValueError, match="num_workers=0"):
         plan_resources(0, 2.0)
+    # a 16-core machine: 15 workers with a whole core each beside the learner
+    sixteen = plan_resources(15, 16.0)
+    assert sixteen.worker_cpus == 1.0 and sixteen.learner_cpus + 15 * sixteen.worker_cpus == 16
+    # the learner's GPU: taken when the cluster has one, refused up front when it does not
+    assert plan_resources(2, 16.0, None, cluster_gpus=1.0).learner_gpus == 1.0
+    assert plan_resources(2, 2.0, None, cluster_gpus=0.0).learner_gpus == 0.0
+    with pytest.raises(ValueError, match="learner_gpus=1 but the cluster has 0 GPUs. Fix:"):
+        plan_resources(2, 2.0, 1, cluster_gpus=0.0)
 
 
 @pytest.mark.parametrize("cpus", [1.0, 2.0, 3.0, 16.0])
@@ -110,7 +119,7 @@ def test_rate_limiter_matches_the_single_process_when_starts_is_odd():
 
 
 def test_sac_learner_weights_are_copies():
-    from rlkit.sac import SACConfig, SACLearner
+    from rlkit.algos.sac import SACConfig, SACLearner
 
     learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), SACConfig(hidden=(8,)))
     weights = learner.get_weights()

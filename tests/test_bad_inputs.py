@@ -9,11 +9,13 @@ from conftest import wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
-from rlkit.checkpoint import save_checkpoint  # noqa: E402
-from rlkit.dqn import DQNConfig, DQNLearner, train_dqn  # noqa: E402
+from rlkit.train.checkpoint import save_checkpoint  # noqa: E402
+from rlkit.algos.dqn import DQNConfig, DQNLearner  # noqa: E402
+from rlkit.train import train_dqn  # noqa: E402
 from rlkit.metrics import History  # noqa: E402
-from rlkit.parallel import train_dqn_ray, train_sac_ray  # noqa: E402
-from rlkit.sac import SACConfig, train_sac  # noqa: E402
+from rlkit.distributed.driver import train_dqn_ray, train_sac_ray  # noqa: E402
+from rlkit.algos.sac import SACConfig  # noqa: E402
+from rlkit.train import train_sac  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

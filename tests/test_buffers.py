@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from rlkit.buffers import Batch, ReplayBuffer
+from rlkit.buffers import ReplayBuffer
+from rlkit.types import Batch
 
 
 def make_batch(start: int, n: int, obs_dim: int = 3) -> Batch:

@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.buffers import Batch, ReplayBuffer, TensorReplayBuffer
-from rlkit.checkpoint import load_checkpoint, next_multiple, save_checkpoint
-from rlkit.dqn import DQNConfig, DQNLearner, train_dqn
+from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
+from rlkit.types import Batch
+from rlkit.common import next_multiple
+from rlkit.train.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.algos.dqn import DQNConfig, DQNLearner
+from rlkit.train import train_dqn
 from rlkit.metrics import History
-from rlkit.sac import SACConfig, SACLearner
-from rlkit.update_schedule import resumed_updates_due, updates_due
+from rlkit.algos.sac import SACConfig, SACLearner
+from rlkit.common import resumed_updates_due, updates_due
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=200, total_steps=1000,
                 eval_every=500, eval_episodes=2, target_return=None)
@@ -73,18 +76,14 @@ def test_learner_states_round_trip_including_the_optimiser():
 
 
 def test_resumed_update_schedule_by_hand():
-    class Start:  # a checkpoint at 1000 env steps after 400 updates
-        env_steps, updates = 1000, 400
-        buffer = {"size": 1000}
-
+    # a checkpoint at 1000 env steps after 400 updates; learning_starts=200, train_every=2
     # fresh: (steps // 2) - (200 // 2)
-    assert resumed_updates_due(1000, None, 200, 2) == updates_due(1000, 200, 2) == 400
+    assert resumed_updates_due(1000, 200, 2) == updates_due(1000, 200, 2) == 400
     # buffer restored: the same rate from where it stopped
-    assert resumed_updates_due(1010, Start, 200, 2) == 405
+    assert resumed_updates_due(1010, 200, 2, 1000, 400, kept_buffer=True) == 405
     # no buffer: refill 200 transitions first, then one update per 2 steps
-    Start.buffer = None
-    assert resumed_updates_due(1200, Start, 200, 2) == 400
-    assert resumed_updates_due(1210, Start, 200, 2) == 405
+    assert resumed_updates_due(1200, 200, 2, 1000, 400, kept_buffer=False) == 400
+    assert resumed_updates_due(1210, 200, 2, 1000, 400, kept_buffer=False) == 405
     assert next_multiple(1000, 500) == 1500 and next_multiple(999, 500) == 1000
 
 

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.buffers import Batch
-from rlkit.dqn import (DQNConfig, DQNLearner, bootstrap_target, dqn_targets, linear_epsilon,
-                       train_dqn)
+from rlkit.types import Batch
+from rlkit.algos.dqn import DQNConfig, DQNLearner, dqn_targets, linear_epsilon
+from rlkit.common import bootstrap_target
+from rlkit.train import train_dqn
 from rlkit.networks import QNetwork
 
 

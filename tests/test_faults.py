@@ -10,10 +10,12 @@ from conftest import wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
-from rlkit.checkpoint import load_checkpoint  # noqa: E402
-from rlkit.dqn import DQNConfig, train_dqn  # noqa: E402
+from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
+from rlkit.algos.dqn import DQNConfig  # noqa: E402
+from rlkit.testing.faulty_envs import CRASHING, HANGING, NAN_REWARD  # noqa: E402
+from rlkit.train import train_dqn  # noqa: E402
 from rlkit.metrics import History  # noqa: E402
-from rlkit.parallel import LearnerFailedError, train_dqn_ray  # noqa: E402
+from rlkit.distributed.driver import LearnerFailedError, train_dqn_ray  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -43,7 +45,7 @@ def test_killed_learner_names_itself_and_the_checkpoint_and_resume_works(ray_clu
 def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
     # each CrashingCartPole instance raises at its 600th step: every worker fails, is
     # restarted with a fresh env, and training still collects its whole budget
-    cfg = dataclasses.replace(CFG, env_id="rlkit/CrashingCartPole-v1")
+    cfg = dataclasses.replace(CFG, env_id=CRASHING)
     result = train_dqn_ray(cfg, num_workers=2)
     assert result.env_steps == 3000 and result.worker_restarts >= 2
     failures = [e for e in result.history.events if "failed" in e]
@@ -55,7 +57,7 @@ def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
 
 
 def test_env_that_always_crashes_gives_up_after_max_restarts(ray_cluster):
-    cfg = dataclasses.replace(CFG, env_id="rlkit/CrashingCartPole-v1", total_steps=20_000)
+    cfg = dataclasses.replace(CFG, env_id=CRASHING, total_steps=20_000)
     with pytest.raises(RuntimeError, match="rollout worker 0 failed 2 times.*injected crash"):
         train_dqn_ray(cfg, num_workers=1, fragment_steps=1000, max_restarts=1)
     assert wait_until_no_actors() == []
@@ -70,14 +72,14 @@ def test_killed_evaluator_is_restarted_and_training_goes_on(ray_cluster):
 
 
 def test_non_finite_loss_stops_the_learner_with_its_metrics(ray_cluster):
-    cfg = dataclasses.replace(CFG, env_id="rlkit/NaNRewardCartPole-v1", learning_starts=200)
+    cfg = dataclasses.replace(CFG, env_id=NAN_REWARD, learning_starts=200)
     with pytest.raises(FloatingPointError, match=r"learner stopped .*loss became nan"):
         train_dqn_ray(cfg, num_workers=1)
     assert wait_until_no_actors() == []
 
 
 def test_hanging_env_surfaces_as_a_timeout_naming_the_workers(ray_cluster):
-    cfg = dataclasses.replace(CFG, env_id="rlkit/HangingCartPole-v1")
+    cfg = dataclasses.replace(CFG, env_id=HANGING)
     start = time.monotonic()
     with pytest.raises(TimeoutError, match=r"no rollout worker .*answered within "
                                            r"timeout_s=5.0 s \(waiting for workers \[0\]\)"):

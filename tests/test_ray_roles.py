@@ -9,11 +9,11 @@ from conftest import our_ray_processes, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
-from rlkit.actors import LearnerWorker, RolloutWorker  # noqa: E402
-from rlkit.algorithms import DQNSpec  # noqa: E402
-from rlkit.parameter_server import ParameterServer  # noqa: E402
-from rlkit.dqn import DQNConfig  # noqa: E402
-from rlkit.parallel import train_dqn_ray, updates_due  # noqa: E402
+from rlkit.algos.dqn import DQNConfig, DQNSpec  # noqa: E402
+from rlkit.common import updates_due  # noqa: E402
+from rlkit.distributed.driver import train_dqn_ray  # noqa: E402
+from rlkit.distributed.parameter_server import ParameterServer, RayChannel  # noqa: E402
+from rlkit.distributed.roles import LearnerWorker, RolloutWorker  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -23,8 +23,10 @@ CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps
 
 def test_roles_as_ray_actors(ray_cluster):
     ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
-    learner = ray.remote(LearnerWorker).options(num_cpus=1).remote(DQNSpec(CFG), ps, 5, True)
-    worker = ray.remote(RolloutWorker).options(num_cpus=0.5).remote(DQNSpec(CFG), 0, ps)
+    learner = ray.remote(LearnerWorker).options(num_cpus=1).remote(DQNSpec(CFG),
+                                                                   RayChannel(ps), 5, "cpu")
+    worker = ray.remote(RolloutWorker).options(num_cpus=0.5).remote(DQNSpec(CFG), 0,
+                                                                    RayChannel(ps))
     try:
         ray.get(learner.publish.remote())
         assert ray.get(ps.get_version.remote()) == 1
@@ -71,8 +73,8 @@ def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
 
 
 def test_train_sac_ray_short_run_on_cpu(ray_cluster):
-    from rlkit.parallel import train_sac_ray
-    from rlkit.sac import SACConfig
+    from rlkit.distributed.driver import train_sac_ray
+    from rlkit.algos.sac import SACConfig
 
     cfg = SACConfig(hidden=(32, 32), batch_size=32, learning_starts=300, total_steps=800,
                     eval_every=400, eval_episodes=2, target_return=None)
@@ -88,8 +90,8 @@ def test_train_sac_ray_short_run_on_cpu(ray_cluster):
 
 
 def test_asking_for_a_gpu_the_cluster_lacks_fails_up_front(ray_cluster):
-    from rlkit.parallel import train_sac_ray
-    from rlkit.sac import SACConfig
+    from rlkit.distributed.driver import train_sac_ray
+    from rlkit.algos.sac import SACConfig
 
     if ray.cluster_resources().get("GPU", 0) >= 1:
         pytest.skip("this cluster has a GPU")

@@ -5,10 +5,12 @@ import pytest
 import torch
 from torch.distributions import AffineTransform, Normal, TanhTransform, TransformedDistribution
 
-from rlkit.buffers import Batch, TensorBatch, TensorReplayBuffer
+from rlkit.buffers import TensorReplayBuffer
+from rlkit.types import Batch, TensorBatch
 from rlkit.networks import SquashedGaussianActor
-from rlkit.sac import (SACConfig, SACLearner, polyak_update, sac_alpha_loss, sac_critic_target,
-                       train_sac)
+from rlkit.algos.sac import SACConfig, SACLearner, sac_alpha_loss, sac_critic_target
+from rlkit.common import polyak_update
+from rlkit.train import train_sac
 
 LOW, HIGH = np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32)
 

@@ -50,7 +50,7 @@ def test_jupyterlab_as_make_lab_starts_it_listens_on_localhost_only(tmp_path):
 def test_local_ray_from_init_ray_keeps_token_auth_on_and_the_token_private():
     probe = (
         "import os, stat, ray\n"
-        "from rlkit.parallel import init_ray, protect_token_file\n"
+        "from rlkit.distributed.cluster import init_ray, protect_token_file\n"
         "init_ray(num_cpus=1)\n"
         "token = protect_token_file()\n"
         "print(os.environ.get('RAY_AUTH_MODE'), token is not None and "

@@ -1,25 +1,29 @@
-"""Soft Actor-Critic: config, the three losses, the learner, and a single-process trainer."""
+"""Soft Actor-Critic: config, the three losses, the learner, and its algorithm spec.
+
+The single-process trainer is :func:`rlkit.train.train_sac`; the Ray one
+:func:`rlkit.distributed.driver.train_sac_ray`.
+"""
 
 from __future__ import annotations
 
 import copy
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
-from rlkit.buffers import TensorBatch
+from rlkit.buffers import TensorReplayBuffer
+from rlkit.common import bootstrap_target, polyak_update
 from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
                                  require_replay_settings)
-from rlkit.dqn import bootstrap_target
-from rlkit.envs import check_env_id
-from rlkit.networks import SquashedGaussianActor, TwinQ, make_adam
-
-if TYPE_CHECKING:
-    from rlkit.training import TrainResult
+from rlkit.envs import ActionKind, check_env_id, space_dims
+from rlkit.networks import SquashedGaussianActor, TwinQ, make_adam, module_weights
+from rlkit.types import BatchPolicy, TensorBatch, Weights
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,6 @@ class SACConfig:
             fail("compile_losses", self.compile_losses, "must be True or False",
                  "use compile_losses=True to torch.compile the losses")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready values."""
-        return {**asdict(self), "hidden": list(self.hidden)}
-
 
 def sac_critic_target(rewards: torch.Tensor, terminations: torch.Tensor,
                       next_q1: torch.Tensor, next_q2: torch.Tensor,
@@ -111,12 +111,6 @@ def sac_alpha_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,
     """``-log_alpha * (log pi + target_entropy)``: raises alpha when the policy's entropy
     ``-log pi`` is below the target, lowers it when above."""
     return -(log_alpha * (log_prob.detach() + target_entropy)).mean()
-
-
-@torch.no_grad()
-def polyak_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
-    """``target <- (1 - tau) * target + tau * source``, parameter by parameter, in one op."""
-    torch._foreach_lerp_(list(target.parameters()), list(source.parameters()), tau)
 
 
 class SACLearner:
@@ -204,22 +198,14 @@ class SACLearner:
         self.alpha_opt.load_state_dict(state["alpha_opt"])
         self.updates = int(state["updates"])
 
-    def get_weights(self) -> dict[str, np.ndarray]:
+    def get_weights(self) -> Weights:
         """The actor's weights (all a rollout worker needs) as numpy arrays on the host."""
-        return {k: v.detach().cpu().numpy().copy() for k, v in self.actor.state_dict().items()}
-
-
-def check_finite(metrics: dict[str, float], updates: int) -> None:
-    """Raise ``FloatingPointError`` with the metrics if any of them is NaN or infinite."""
-    if not all(math.isfinite(v) for v in metrics.values()):
-        raise FloatingPointError(
-            f"SAC metrics became non-finite by update {updates}: {metrics}. Fix: lower the "
-            f"learning rates, or check the environment's rewards and observations.")
+        return module_weights(self.actor)
 
 
 def sac_exploration_policy(actor: SquashedGaussianActor, rng: np.random.Generator,
                            low: np.ndarray, high: np.ndarray,
-                           random_prob: Callable[[], float]) -> Callable[[np.ndarray], np.ndarray]:
+                           random_prob: Callable[[], float]) -> BatchPolicy:
     """Batched behaviour policy: uniform-random actions with probability ``random_prob()``
     (1 during the warm-up, 0 after), else a sample from the actor. ``(N, obs_dim)`` ->
     ``(N, act_dim)`` float32."""
@@ -233,7 +219,7 @@ def sac_exploration_policy(actor: SquashedGaussianActor, rng: np.random.Generato
     return act
 
 
-def deterministic_batch_policy(actor: SquashedGaussianActor) -> Callable[[np.ndarray], np.ndarray]:
+def deterministic_batch_policy(actor: SquashedGaussianActor) -> BatchPolicy:
     """``(N, obs_dim)`` -> ``(N, act_dim)`` mean actions, for :func:`evaluate_policy`."""
 
     def act(obs: np.ndarray) -> np.ndarray:
@@ -242,18 +228,48 @@ def deterministic_batch_policy(actor: SquashedGaussianActor) -> Callable[[np.nda
     return act
 
 
-def train_sac(config: SACConfig, progress: bool = False, **checkpointing: Any
-              ) -> TrainResult:
-    """Train SAC in one process on the CPU, the reference the distributed version is held to:
-    :func:`rlkit.training.train_single_process` with :class:`rlkit.algorithms.SACSpec`.
+class SACSpec:
+    """SAC as an :class:`rlkit.types.OffPolicyAlgorithm`: behaviour samples from the
+    squashed-Gaussian actor (uniform-random during the warm-up); the learner's buffer lives on
+    the learner's device."""
 
-    Uniform-random actions for ``learning_starts`` steps, then one update per
-    ``train_every`` steps, a deterministic evaluation every ``eval_every`` steps, and a stop at
-    the first evaluation that reaches ``target_return`` (or at ``total_steps``).
-    ``**checkpointing`` (``checkpoint_dir``, ``checkpoint_every``, ``checkpoint_buffer``,
-    ``resume_from``): see :func:`rlkit.training.train_single_process`.
-    """
-    from rlkit.algorithms import SACSpec
-    from rlkit.training import train_single_process
+    name = "SAC"
+    action_kind: ActionKind = "continuous"
 
-    return train_single_process(SACSpec(config), progress, **checkpointing)
+    def __init__(self, config: SACConfig) -> None:
+        self.config = config
+
+    def random_action_prob(self, env_steps: int) -> float:
+        """1 during the system-wide warm-up (``learning_starts`` env steps), then 0."""
+        return 1.0 if env_steps < self.config.learning_starts else 0.0
+
+    def make_policy_network(self, env: gym.Env) -> nn.Module:
+        obs_dim, act_dim = space_dims(env)
+        space = env.action_space
+        return SquashedGaussianActor(obs_dim, act_dim, self.config.hidden, space.low, space.high)
+
+    def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
+                           random_action_prob: Callable[[], float]) -> BatchPolicy:
+        space = env.action_space
+        return sac_exploration_policy(net, rng, space.low, space.high, random_action_prob)
+
+    def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
+        return deterministic_batch_policy(net)
+
+    @staticmethod
+    def policy_network_of(learner: SACLearner) -> nn.Module:
+        """The learner's network that acts (a single process acts with it directly)."""
+        return learner.actor
+
+    def make_learner(self, env: gym.Env, device: torch.device) -> SACLearner:
+        space = env.action_space
+        return SACLearner(*space_dims(env), space.low, space.high, self.config, device)
+
+    def make_buffer(self, env: gym.Env, device: torch.device) -> TensorReplayBuffer:
+        obs_dim, act_dim = space_dims(env)
+        return TensorReplayBuffer(self.config.buffer_size, obs_dim, act_dim, device,
+                                  seed=self.config.seed + 1)
+
+    @staticmethod
+    def loss_of(metrics: dict[str, Any]) -> Any:
+        return metrics["critic_loss"]

@@ -1,16 +1,17 @@
-"""The distributed roles, as plain classes first and Ray actors second.
+"""The distributed roles of the off-policy pattern, as plain classes first and Ray actors second.
 
 Every role is an ordinary Python class, so tests (and curious readers) can drive it in one
-process; ``ray.remote(Role)`` turns it into an actor unchanged, and :mod:`rlkit.parallel` wires
-the actors together. The roles are written once for every algorithm: an algorithm spec
-(:mod:`rlkit.algorithms`) supplies the networks, the exploration and the learner.
+process; ``ray.remote(Role)`` turns it into an actor unchanged, and
+:mod:`rlkit.distributed.driver` wires the actors together. The roles are written once for every
+off-policy algorithm: an :class:`rlkit.types.OffPolicyAlgorithm` supplies the networks, the
+exploration and the learner. They reach the parameter server through a weights channel
+(:mod:`rlkit.distributed.parameter_server`), the same code in one process and under Ray.
 
 Data flow: rollout workers step their own environments with the newest weights they have and
 return transitions in fragments of many steps; the driver forwards each fragment's object
 reference to the learner, which owns the replay buffer (so sampling a batch is a local index,
 never a remote call), runs the number of updates the rate limiter allows, and publishes new
-weights to the parameter server every ``publish_every`` updates; workers fetch weights only
-when the server's version is newer than theirs.
+weights every ``publish_every`` updates; workers take weights only when a newer version exists.
 """
 
 from __future__ import annotations
@@ -22,16 +23,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.algorithms import AlgorithmSpec
-from rlkit.buffers import Batch
-from rlkit.checkpoint import to_cpu
+from rlkit.common import check_finite
+from rlkit.distributed.parameter_server import Newer, WeightsChannel
 from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
 from rlkit.networks import load_numpy_weights
 from rlkit.rollout import EnvRunner
-from rlkit.sac import check_finite
-
-Weights = dict[str, np.ndarray]
+from rlkit.train.checkpoint import to_cpu
+from rlkit.types import Batch, OffPolicyAlgorithm, Weights
 
 __all__ = ["Evaluator", "FragmentStats", "LearnerWorker", "RolloutWorker", "learner_device"]
 
@@ -45,15 +44,6 @@ class FragmentStats:
     episode_returns: list[float]
     weights_version: int
     seconds: float
-
-
-def _unwrap(payload: Any, timeout_s: float) -> Weights:
-    """Weights from a parameter-server payload: plain dict, or ``[ObjectRef]`` under Ray."""
-    if isinstance(payload, list):
-        import ray
-
-        return ray.get(payload[0], timeout=timeout_s)
-    return payload
 
 
 def learner_device(device: str = "auto") -> torch.device:
@@ -73,34 +63,31 @@ class RolloutWorker:
     """Steps its own environments with the algorithm's exploration policy; returns fragments.
 
     Args:
-        spec: The algorithm spec (holds the run's config: env id, network shape, seed).
+        algo: The algorithm (holds the run's config: env id, network shape, seed).
         worker_index: ``i``; the worker seeds its envs and RNG with ``seed + 1000 * (i+1)``
-            (plus ``100_000 * restart`` after a restart) so workers never share a random stream.
-        parameter_server: A :class:`rlkit.parameter_server.ParameterServer`, a Ray handle to
-            one, or ``None``
-            (then weights come only through :meth:`set_weights`).
+            (plus ``100_000 * restart``) so workers never share a random stream.
+        weights: The channel to the parameter server, or ``None`` (then weights come only
+            through :meth:`set_weights`).
         restart: Which incarnation of this worker index this is: its restarts, plus 1000 for
             each time the run was resumed from a checkpoint, so every incarnation has its own
             random stream.
         num_envs: Environments the worker steps in lockstep (one forward pass for all).
-        timeout_s: Longest wait for the parameter server before raising ``GetTimeoutError``.
     """
 
-    def __init__(self, spec: AlgorithmSpec, worker_index: int, parameter_server: Any = None,
-                 restart: int = 0, num_envs: int = 1, timeout_s: float = 120.0) -> None:
+    def __init__(self, algo: OffPolicyAlgorithm, worker_index: int,
+                 weights: WeightsChannel | None = None, restart: int = 0,
+                 num_envs: int = 1) -> None:
         torch.set_num_threads(1)
         self.index = worker_index
-        seed = spec.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
+        seed = algo.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
         torch.manual_seed(seed)
-        self.runner = EnvRunner(spec.config.env_id, seed, spec.action_kind, spec.name, num_envs)
-        self.net = spec.make_policy_network(self.runner.envs[0]).requires_grad_(False)
-        self.exploration = 1.0
-        self.policy = spec.exploration_policy(self.net, self.runner.envs[0],
+        self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name, num_envs)
+        self.net = algo.make_policy_network(self.runner.envs[0]).requires_grad_(False)
+        self.random_action_prob = 1.0
+        self.policy = algo.exploration_policy(self.net, self.runner.envs[0],
                                               np.random.default_rng(seed),
-                                              lambda: self.exploration)
-        self.parameter_server = parameter_server
-        self.timeout_s = timeout_s
-        self.pending_sync: Any = None  # under Ray: the get_if_newer call sent at the last sync
+                                              lambda: self.random_action_prob)
+        self.weights = weights
         self.version = 0
 
     def set_weights(self, weights: Weights, version: int) -> None:
@@ -110,44 +97,22 @@ class RolloutWorker:
     def sync_weights(self) -> None:
         """Take a newer weights version from the parameter server, if it holds one.
 
-        In one process this is a direct call. Under Ray the question "anything newer than my
-        version?" is a remote call (about 1 ms), so the worker asks it one fragment *ahead*:
-        it reads the answer to the question it sent at the previous sync (ready by now, since a
-        fragment takes longer than a round trip), loads the weights if they are newer, and sends
-        the next question before acting. The round trip then overlaps the env steps, at the
-        cost of acting on weights at most one fragment staler. The very first sync waits, so
-        no fragment is collected with untrained initial weights once a version exists.
+        Under Ray the channel answers from the question it sent at the previous sync, so the
+        round trip overlaps acting, at the cost of acting on weights at most one fragment
+        staler (see :class:`rlkit.distributed.parameter_server.RayChannel`).
         """
-        ps = self.parameter_server
-        if ps is None:
-            return
-        if not hasattr(ps.get_if_newer, "remote"):
-            self._apply(ps.get_if_newer(self.version))
-            return
-        import ray
-
-        pending, self.pending_sync = self.pending_sync, None
-        if pending is None:  # first sync: ask and wait for the answer
-            pending = ps.get_if_newer.remote(self.version)
-        elif not ray.wait([pending], timeout=0)[0]:  # not back yet: keep acting, ask later
-            self.pending_sync = pending
-            return
-        self._apply(ray.get(pending, timeout=self.timeout_s))
-        self.pending_sync = ps.get_if_newer.remote(self.version)  # the answer for next time
-
-    def _apply(self, newer: tuple[int, Any] | None) -> None:
+        newer: Newer = None if self.weights is None else self.weights.poll(self.version)
         if newer is not None:
-            version, payload = newer
-            self.set_weights(_unwrap(payload, self.timeout_s), version)
+            self.set_weights(newer[1], newer[0])
 
-    def collect(self, num_steps: int, exploration: float) -> tuple[Batch, FragmentStats]:
+    def collect(self, num_steps: int, random_action_prob: float) -> tuple[Batch, FragmentStats]:
         """Sync weights, then take ``num_steps`` env steps in total (``ceil(num_steps /
         num_envs)`` per env, so a multiple of ``num_envs``).
 
         Args:
             num_steps: Transitions to collect.
-            exploration: The algorithm's exploration setting for this fragment (DQN: epsilon;
-                SAC: the probability of a uniform-random action, 1 during the warm-up).
+            random_action_prob: Probability of a uniformly random action for this fragment
+                (:meth:`rlkit.types.OffPolicyAlgorithm.random_action_prob`).
 
         Returns:
             ``(batch, stats)``. Under Ray, call with ``.options(num_returns=2)`` so the driver
@@ -155,7 +120,7 @@ class RolloutWorker:
         """
         start = time.perf_counter()
         self.sync_weights()
-        self.exploration = float(exploration)
+        self.random_action_prob = float(random_action_prob)
         fragment = self.runner.run(-(-num_steps // self.runner.num_envs), self.policy)
         stats = FragmentStats(self.index, len(fragment.batch), fragment.episode_returns,
                               self.version, time.perf_counter() - start)
@@ -169,67 +134,43 @@ class LearnerWorker:
     """Owns the replay buffer and the algorithm's learner; trains as many steps as it is told.
 
     Args:
-        spec: The algorithm spec.
-        parameter_server: Where new weights are published every ``publish_every`` updates.
+        algo: The algorithm.
+        weights: Where new weights are published every ``publish_every`` updates (or ``None``).
         publish_every: Updates between weight publications.
-        use_ray_put: Store each published version with ``ray.put`` (under Ray).
         device: ``"auto"`` (GPU if visible, else CPU), ``"cpu"`` or ``"cuda"``. The buffer
             lives there too when the algorithm's buffer is a tensor buffer (SAC).
-        timeout_s: Longest wait for the parameter server before raising ``GetTimeoutError``.
     """
 
-    def __init__(self, spec: AlgorithmSpec, parameter_server: Any = None,
-                 publish_every: int = 10, use_ray_put: bool = False, device: str = "auto",
-                 timeout_s: float = 120.0) -> None:
-        config = spec.config
+    def __init__(self, algo: OffPolicyAlgorithm, weights: WeightsChannel | None = None,
+                 publish_every: int = 10, device: str = "auto") -> None:
+        config = algo.config
         torch.set_num_threads(config.torch_threads)
         torch.manual_seed(config.seed)
-        self.spec, self.config = spec, config
+        self.algo, self.config = algo, config
         self.device = learner_device(device)
-        env = make_env(config.env_id, config.seed, spec.action_kind, spec.name)
-        self.learner = spec.make_learner(env, self.device)
-        self.buffer = spec.make_buffer(env, self.device)
+        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)
+        self.learner = algo.make_learner(env, self.device)
+        self.buffer = algo.make_buffer(env, self.device)
         env.close()
-        self.parameter_server = parameter_server
+        self.weights = weights
         self.publish_every = publish_every
-        self.use_ray_put = use_ray_put
-        self.timeout_s = timeout_s
         self.published_at = 0  # update count of the last publication
-        self.pending_publish: Any = None
 
     def publish(self, wait: bool = True) -> int:
-        """Publish the current weights as a new version (a no-op without a server).
+        """Publish the current weights as a new version (a no-op without a channel).
 
-        Under Ray (``use_ray_put``) the weights are stored once with ``ray.put`` and the server
-        gets the reference. ``wait=False`` does not wait for the server's answer (the learner
-        keeps training); the pending call is awaited by the next ``wait=True`` publish or at the
-        end of :meth:`add_and_train`, so once that returns the server holds every version.
+        ``wait=False`` does not wait for the server's answer (the learner keeps training); the
+        end of :meth:`add_and_train` waits, so once that returns the server holds every version.
 
         Returns:
             The number of updates the published weights include.
         """
-        ps = self.parameter_server
-        if ps is None:
-            return self.learner.updates
-        self.published_at = self.learner.updates
-        weights = self.learner.get_weights()
-        if self.use_ray_put:
-            import ray
-
-            self.pending_publish = ps.publish.remote([ray.put(weights)])
+        if self.weights is not None:
+            self.published_at = self.learner.updates
+            self.weights.publish(self.learner.get_weights())
             if wait:
-                self.flush()
-        else:
-            ps.publish(weights)
-        return self.published_at
-
-    def flush(self) -> None:
-        """Wait until the parameter server has received the last publication."""
-        if self.pending_publish is not None:
-            import ray
-
-            ray.get(self.pending_publish, timeout=self.timeout_s)
-            self.pending_publish = None
+                self.weights.flush()
+        return self.learner.updates
 
     def add_and_train(self, batch: Batch, num_updates: int) -> dict[str, float]:
         """Store ``batch`` in the buffer, then run ``num_updates`` gradient updates.
@@ -249,13 +190,14 @@ class LearnerWorker:
         losses = []
         for _ in range(num_updates):
             metrics = self.learner.update(self.buffer.sample(self.config.batch_size))
-            losses.append(torch.as_tensor(self.spec.loss_of(metrics)))
+            losses.append(torch.as_tensor(self.algo.loss_of(metrics)))
             if self.learner.updates - self.published_at >= self.publish_every:
                 self.publish(wait=False)
-        self.flush()
+        if self.weights is not None:
+            self.weights.flush()
         loss = float(torch.stack(losses).mean()) if losses else float("nan")
         if losses:
-            check_finite({"loss": loss}, self.learner.updates)
+            check_finite({"loss": loss}, self.learner.updates, self.algo.name)
         return {"updates": float(self.learner.updates), "loss": loss,
                 "buffer_size": float(len(self.buffer)),
                 "seconds": time.perf_counter() - start}
@@ -265,8 +207,9 @@ class LearnerWorker:
 
     def state(self, include_buffer: bool) -> dict[str, Any]:
         """``{"learner": state_dict, "buffer": state_dict or None}`` on the CPU, for a
-        checkpoint (see :mod:`rlkit.checkpoint`)."""
-        self.flush()
+        checkpoint (see :mod:`rlkit.train.checkpoint`)."""
+        if self.weights is not None:
+            self.weights.flush()
         return to_cpu({"learner": self.learner.state_dict(),
                        "buffer": self.buffer.state_dict() if include_buffer else None})
 
@@ -282,6 +225,9 @@ class LearnerWorker:
     def num_updates(self) -> int:
         return self.learner.updates
 
+    def ping(self) -> bool:
+        return True
+
     def device_name(self) -> str:
         """The learner's device, e.g. ``"cpu"`` or ``"cuda: NVIDIA H100 80GB HBM3"``."""
         if self.device.type == "cuda":
@@ -292,11 +238,11 @@ class LearnerWorker:
 class Evaluator:
     """Runs deterministic (greedy) episodes with given weights, in its own process."""
 
-    def __init__(self, spec: AlgorithmSpec) -> None:
+    def __init__(self, algo: OffPolicyAlgorithm) -> None:
         torch.set_num_threads(1)
-        self.spec = spec
-        env = make_env(spec.config.env_id, spec.config.seed, spec.action_kind, spec.name)
-        self.net = spec.make_policy_network(env).requires_grad_(False)
+        self.algo = algo
+        env = make_env(algo.config.env_id, algo.config.seed, algo.action_kind, algo.name)
+        self.net = algo.make_policy_network(env).requires_grad_(False)
         env.close()
 
     def ping(self) -> bool:
@@ -305,5 +251,5 @@ class Evaluator:
     def evaluate(self, weights: Weights, episodes: int, seed: int) -> np.ndarray:
         """``(episodes,)`` returns of the policy with ``weights``, without exploration."""
         load_numpy_weights(self.net, weights)
-        return evaluate_policy(self.spec.evaluation_policy(self.net), self.spec.config.env_id,
+        return evaluate_policy(self.algo.evaluation_policy(self.net), self.algo.config.env_id,
                                episodes, seed)

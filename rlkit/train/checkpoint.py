@@ -18,12 +18,15 @@ continues the same training but is not bit-identical to a run that was never int
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rlkit.common import config_dict
 from rlkit.metrics import History
 
 FORMAT_VERSION = 1
@@ -58,11 +61,6 @@ class Checkpoint:
     updates: int
     wall_seconds: float
     history: History
-
-
-def config_dict(config: Any) -> dict[str, Any]:
-    """A config dataclass as plain values (tuples become lists)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
 
 
 def checkpoint_file(path: str | Path) -> Path:
@@ -175,6 +173,57 @@ def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every
                          f"folder; the checkpoint is written to <folder>/{FILE_NAME}.")
 
 
-def next_multiple(value: int, every: int) -> int:
-    """The smallest multiple of ``every`` that is greater than ``value``."""
-    return (value // every + 1) * every
+class Checkpointer:
+    """When to save and where the last checkpoint went: the bookkeeping both drivers share.
+
+    Args:
+        directory: ``checkpoint_dir``, or ``None`` for no checkpoints (then :meth:`save` does
+            nothing).
+        every: Gradient updates between checkpoints.
+        include_buffer: Put the replay buffer in the file.
+        algorithm, config: Written into every checkpoint.
+    """
+
+    def __init__(self, directory: str | Path | None, every: int, include_buffer: bool,
+                 algorithm: str, config: Any, saved_at_updates: int = 0) -> None:
+        self.directory = directory
+        self.every = every
+        self.include_buffer = include_buffer
+        self.algorithm, self.config = algorithm, config
+        self.last: Path | None = None  # the last checkpoint written
+        self.saved_at_updates = saved_at_updates
+
+    def due(self, updates: int) -> bool:
+        """Whether ``every`` updates have passed since the last save."""
+        return self.directory is not None and updates - self.saved_at_updates >= self.every
+
+    def save(self, state: Callable[[bool], dict[str, Any]], env_steps: int, seconds: float,
+             history: History) -> Path | None:
+        """Write a checkpoint; ``state(include_buffer)`` gives ``{"learner", "buffer"}``
+        (called only when there is a directory, so a remote learner is asked only then)."""
+        if self.directory is None:
+            return None
+        parts = state(self.include_buffer)
+        self.last = save_checkpoint(self.directory, self.algorithm, self.config,
+                                    parts["learner"], parts["buffer"], env_steps, seconds,
+                                    history)
+        self.saved_at_updates = int(parts["learner"]["updates"])
+        return self.last
+
+
+@contextmanager
+def save_on_interrupt(save: Callable[[], Path | None], env_steps: Callable[[], int]
+                      ) -> Iterator[None]:
+    """On ``KeyboardInterrupt`` (JupyterLab's stop button), save a checkpoint, say where, and
+    let the interrupt through. A save that fails is reported, not raised: the interrupt is what
+    the person asked for."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        try:
+            path = save()
+            if path is not None:
+                print(f"interrupted at env step {env_steps()}; checkpoint saved to {path}")
+        except Exception as error:  # noqa: BLE001 - the interrupt is what matters
+            print(f"interrupted; no checkpoint saved ({type(error).__name__}: {error})")
+        raise

@@ -1,25 +1,31 @@
-"""Deep Q-learning: config, exploration schedule, TD target, learner, single-process trainer."""
+"""Deep Q-learning: config, exploration schedule, TD target, learner, and its algorithm spec.
+
+The single-process trainer is :func:`rlkit.train.train_dqn`; the Ray one
+:func:`rlkit.distributed.driver.train_dqn_ray`. Both run :class:`DQNSpec` through a loop written
+once for every off-policy algorithm.
+"""
 
 from __future__ import annotations
 
 import copy
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from rlkit.buffers import Batch
+from rlkit.buffers import ReplayBuffer
+from rlkit.common import bootstrap_target
 from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
                                  require_replay_settings)
-from rlkit.envs import check_env_id
-from rlkit.networks import QNetwork, load_numpy_weights, make_adam
-
-if TYPE_CHECKING:
-    from rlkit.training import TrainResult
+from rlkit.envs import ActionKind, check_env_id, space_dims
+from rlkit.networks import QNetwork, load_numpy_weights, make_adam, module_weights
+from rlkit.types import Batch, BatchPolicy, Weights
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ class DQNConfig:
     batch_size: int = 64
     learning_rate: float = 2.3e-3
     gamma: float = 0.99
-    learning_starts: int = 1_000  # random-policy steps before the first update
+    learning_starts: int = 1_000  # env steps collected before the first update
     train_every: int = 2  # env steps per gradient update (update-to-data ratio 1/2)
     target_update_every: int = 128  # gradient updates between target-network syncs
     tau: float = 1.0  # 1.0 = hard copy; < 1 = Polyak averaging at each sync
@@ -74,10 +80,6 @@ class DQNConfig:
                  "use e.g. 10.0 (or math.inf to turn clipping off)")
         require_hidden(self)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready values (``hidden`` as a list, as JSON would give back)."""
-        return {**asdict(self), "hidden": list(self.hidden)}
-
 
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
     """Exploration rate after ``step`` env steps: ``start`` falling linearly to ``end``.
@@ -87,25 +89,6 @@ def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> flo
     if decay_steps <= 0 or step >= decay_steps:
         return end
     return start + (end - start) * step / decay_steps
-
-
-def bootstrap_target(rewards: torch.Tensor, terminations: torch.Tensor,
-                     next_values: torch.Tensor, gamma: float) -> torch.Tensor:
-    """One-step TD target ``y = r + gamma * (1 - terminated) * V(s')``.
-
-    A truncated (time-limit) transition has ``terminated = 0`` and so still bootstraps:
-    the state it stopped in was not terminal, the episode was merely cut short.
-
-    Args:
-        rewards: ``(B,)``.
-        terminations: ``(B,)`` 1.0 for a true terminal transition, else 0.0.
-        next_values: ``(B,)`` value estimate of the next state.
-        gamma: Discount.
-
-    Returns:
-        ``(B,)`` targets.
-    """
-    return rewards + gamma * (1.0 - terminations) * next_values
 
 
 def dqn_targets(q: QNetwork, q_target: QNetwork, rewards: torch.Tensor,
@@ -203,9 +186,9 @@ class DQNLearner:
             else:
                 p_t.lerp_(p, tau)
 
-    def get_weights(self) -> dict[str, np.ndarray]:
+    def get_weights(self) -> Weights:
         """The online network's weights as numpy arrays (cheap to ship between processes)."""
-        return {k: v.detach().cpu().numpy().copy() for k, v in self.q.state_dict().items()}
+        return module_weights(self.q)
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, optimiser and update count: everything needed to continue training."""
@@ -219,14 +202,14 @@ class DQNLearner:
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state["updates"])
 
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: Weights) -> None:
         """Load online weights and copy them into the target network too."""
         load_numpy_weights(self.q, weights)
         self.q_target.load_state_dict(self.q.state_dict())
 
 
 def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
-                          epsilon: Callable[[], float]) -> Callable[[np.ndarray], np.ndarray]:
+                          epsilon: Callable[[], float]) -> BatchPolicy:
     """A batched policy: for each of ``N`` observations, a random action with probability
     ``epsilon()``, else the greedy one.
 
@@ -254,7 +237,7 @@ def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
     return act
 
 
-def greedy_batch_policy(q: QNetwork) -> Callable[[np.ndarray], np.ndarray]:
+def greedy_batch_policy(q: QNetwork) -> BatchPolicy:
     """``(N, obs_dim)`` observations -> ``(N,)`` greedy actions, for :func:`evaluate_policy`."""
 
     def act(obs: np.ndarray) -> np.ndarray:
@@ -264,32 +247,44 @@ def greedy_batch_policy(q: QNetwork) -> Callable[[np.ndarray], np.ndarray]:
     return act
 
 
-def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
-    """First episode seed of evaluation ``eval_index``: fresh start states every time, disjoint
-    from the training seeds."""
-    return 1_000_000 + 10_000 * config_seed + eval_index * episodes
+class DQNSpec:
+    """DQN as an :class:`rlkit.types.OffPolicyAlgorithm`: behaviour is epsilon-greedy with a
+    Q-network, and a numpy replay buffer feeds the learner."""
 
+    name = "DQN"
+    action_kind: ActionKind = "discrete"
 
-def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any
-              ) -> TrainResult:
-    """Train DQN in one process: :func:`rlkit.training.train_single_process` with
-    :class:`rlkit.algorithms.DQNSpec`.
+    def __init__(self, config: DQNConfig) -> None:
+        self.config = config
 
-    Epsilon-greedy acting, one update every ``config.train_every`` env steps, a greedy
-    evaluation (``config.eval_episodes`` episodes, epsilon 0) every ``config.eval_every``
-    steps; stops at ``config.total_steps`` or at the first evaluation whose mean reaches
-    ``config.target_return``. With the same config the run is bit-reproducible.
+    def random_action_prob(self, env_steps: int) -> float:
+        """Epsilon after ``env_steps`` env steps of the whole system."""
+        c = self.config
+        return linear_epsilon(env_steps, c.epsilon_start, c.epsilon_end, c.epsilon_decay_steps)
 
-    Args:
-        config: The run's settings.
-        progress: Show a tqdm progress bar.
-        **checkpointing: ``checkpoint_dir``, ``checkpoint_every``, ``checkpoint_buffer``,
-            ``resume_from``: see :func:`rlkit.training.train_single_process`.
+    def make_policy_network(self, env: gym.Env) -> nn.Module:
+        obs_dim, n_actions = space_dims(env)
+        return QNetwork(obs_dim, n_actions, self.config.hidden)
 
-    Returns:
-        A :class:`rlkit.training.TrainResult`; ``result.learner.q`` is the trained Q-network.
-    """
-    from rlkit.algorithms import DQNSpec
-    from rlkit.training import train_single_process
+    def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
+                           random_action_prob: Callable[[], float]) -> BatchPolicy:
+        return epsilon_greedy_policy(net, space_dims(env)[1], rng, random_action_prob)
 
-    return train_single_process(DQNSpec(config), progress, **checkpointing)
+    def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
+        return greedy_batch_policy(net)
+
+    @staticmethod
+    def policy_network_of(learner: DQNLearner) -> nn.Module:
+        """The learner's network that acts (a single process acts with it directly)."""
+        return learner.q
+
+    def make_learner(self, env: gym.Env, device: torch.device) -> DQNLearner:
+        return DQNLearner(*space_dims(env), self.config, device)
+
+    def make_buffer(self, env: gym.Env, device: torch.device) -> ReplayBuffer:
+        return ReplayBuffer(self.config.buffer_size, space_dims(env)[0], None,
+                            seed=self.config.seed + 1)
+
+    @staticmethod
+    def loss_of(metrics: dict[str, Any]) -> Any:
+        return metrics["loss"]

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.actors import RolloutWorker
-from rlkit.algorithms import DQNSpec
+from rlkit.algos.dqn import DQNConfig, DQNLearner, DQNSpec, epsilon_greedy_policy
 from rlkit.buffers import ReplayBuffer
-from rlkit.dqn import DQNConfig, DQNLearner, epsilon_greedy_policy
+from rlkit.distributed.cluster import plan_resources
+from rlkit.distributed.parameter_server import ParameterServer, RayChannel
+from rlkit.distributed.roles import RolloutWorker
 from rlkit.envs import make_env, space_dims
 from rlkit.networks import QNetwork, load_numpy_weights
-from rlkit.parameter_server import ParameterServer
 
 EPSILON = 0.1  # exploration rate used while measuring (a forward pass on 90% of steps)
 TIMEOUT_S = 120.0  # longest wait for any actor here; a stuck probe raises GetTimeoutError
@@ -70,8 +70,6 @@ def _cluster(config: DQNConfig, num_workers: int) -> tuple[Any, Any, float]:
     """A parameter server holding version-1 weights, a buffer actor, and the per-worker CPUs."""
     import ray
 
-    from rlkit.parallel import plan_resources
-
     probe = make_env(config.env_id, config.seed)
     obs_dim, n_actions = space_dims(probe)
     probe.close()
@@ -115,7 +113,8 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
 
     ps, buffer, cpus = _cluster(config, num_workers)
     workers = [ray.remote(RolloutWorker).options(num_cpus=cpus).remote(
-        DQNSpec(config), i, ps, 0, envs_per_worker) for i in range(num_workers)]
+        DQNSpec(config), i, RayChannel(ps, TIMEOUT_S), 0, envs_per_worker)
+        for i in range(num_workers)]
     try:
         ray.get([w.collect.options(num_returns=2).remote(10, EPSILON)[1] for w in workers],
                 timeout=TIMEOUT_S)
@@ -179,8 +178,9 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
         compile_losses: ``SACConfig.compile_losses``; the compilation happens in the warm-up,
             before the clock starts.
     """
-    from rlkit.buffers import Batch, ReplayBuffer, TensorBatch, TensorReplayBuffer
-    from rlkit.sac import SACConfig, SACLearner
+    from rlkit.algos.sac import SACConfig, SACLearner
+    from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
+    from rlkit.types import Batch, TensorBatch
 
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)

@@ -1,11 +1,12 @@
 """CartPole variants that fail on purpose, for the fault-injection tests and demos.
 
-They are registered with gymnasium when :mod:`rlkit.envs` is imported, so a Ray worker (which
-imports rlkit to build its environments) can make them by id like any other environment:
+Nothing in rlkit imports this module. The tests name the environments with gymnasium's
+``"module:Name"`` ids (the constants below): ``gym.make`` imports this module first, which
+registers the three ids, so a Ray worker builds them from the id alone, like any other env:
 
-* ``rlkit/CrashingCartPole-v1`` raises ``RuntimeError`` at the 600th step of each instance;
-* ``rlkit/NaNRewardCartPole-v1`` returns a NaN reward from its 300th step on;
-* ``rlkit/HangingCartPole-v1`` stops answering (sleeps for an hour) at its 300th step.
+* :data:`CRASHING` raises ``RuntimeError`` at the 600th step of each instance;
+* :data:`NAN_REWARD` returns a NaN reward from its 300th step on;
+* :data:`HANGING` stops answering (sleeps for an hour) at its 300th step.
 """
 
 from __future__ import annotations
@@ -47,11 +48,19 @@ class FaultyCartPole(CartPoleEnv):
         return obs, reward, terminated, truncated, info
 
 
+CRASHING = f"{__name__}:rlkit/CrashingCartPole-v1"
+NAN_REWARD = f"{__name__}:rlkit/NaNRewardCartPole-v1"
+HANGING = f"{__name__}:rlkit/HangingCartPole-v1"
+
+
 def register() -> None:
     """Register the three ids (idempotent)."""
-    for env_id, kwargs in (("rlkit/CrashingCartPole-v1", {"crash_at_step": 600}),
-                           ("rlkit/NaNRewardCartPole-v1", {"nan_reward_at_step": 300}),
-                           ("rlkit/HangingCartPole-v1", {"hang_at_step": 300})):
-        if env_id not in gym.registry:
-            gym.register(env_id, entry_point=FaultyCartPole, kwargs=kwargs,
-                         max_episode_steps=500)
+    for env_id, kwargs in ((CRASHING, {"crash_at_step": 600}),
+                           (NAN_REWARD, {"nan_reward_at_step": 300}),
+                           (HANGING, {"hang_at_step": 300})):
+        name = env_id.partition(":")[2]
+        if name not in gym.registry:
+            gym.register(name, entry_point=FaultyCartPole, kwargs=kwargs, max_episode_steps=500)
+
+
+register()  # on import: gym.make("rlkit.testing.faulty_envs:...") imports this module

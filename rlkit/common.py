@@ -1,0 +1,90 @@
+"""Small pieces every algorithm and driver shares: TD targets, target-network averaging,
+evaluation seeds, finiteness checks, the rate limiter's arithmetic, and config dicts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+import torch
+
+
+def bootstrap_target(rewards: torch.Tensor, terminations: torch.Tensor,
+                     next_values: torch.Tensor, gamma: float | torch.Tensor) -> torch.Tensor:
+    """One-step TD target ``y = r + gamma * (1 - terminated) * V(s')``.
+
+    A truncated (time-limit) transition has ``terminated = 0`` and so still bootstraps:
+    the state it stopped in was not terminal, the episode was merely cut short.
+
+    Args:
+        rewards: ``(B,)``.
+        terminations: ``(B,)`` 1.0 for a true terminal transition, else 0.0.
+        next_values: ``(B,)`` value estimate of the next state.
+        gamma: Discount (a float, or ``(B,)`` per-transition discounts such as ``gamma ** n``).
+
+    Returns:
+        ``(B,)`` targets.
+    """
+    return rewards + gamma * (1.0 - terminations) * next_values
+
+
+@torch.no_grad()
+def polyak_update(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
+    """``target <- (1 - tau) * target + tau * source``, parameter by parameter.
+
+    ``torch.lerp`` computes exactly ``target + tau * (source - target)``. Looping over the
+    parameters is plain public API; :func:`torch._foreach_lerp_` would fuse the loop into one
+    call, but it is private and gains nothing measurable at these network sizes.
+    """
+    for p_target, p in zip(target.parameters(), source.parameters(), strict=True):
+        p_target.lerp_(p, tau)
+
+
+def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
+    """First episode seed of evaluation ``eval_index``: fresh start states every time, disjoint
+    from the training seeds."""
+    return 1_000_000 + 10_000 * config_seed + eval_index * episodes
+
+
+def check_finite(metrics: dict[str, float], updates: int, algorithm: str) -> None:
+    """Raise ``FloatingPointError`` naming ``algorithm`` and the metrics if any is NaN or inf."""
+    if not all(math.isfinite(v) for v in metrics.values()):
+        raise FloatingPointError(
+            f"{algorithm} metrics became non-finite by update {updates}: {metrics}. Fix: lower "
+            f"the learning rates, or check the environment's rewards and observations.")
+
+
+def updates_due(env_steps: int, learning_starts: int, train_every: int) -> int:
+    """Gradient updates a run should have done after ``env_steps`` env steps.
+
+    The single-process loop updates at every multiple of ``train_every`` that is past
+    ``learning_starts``; this is the number of such multiples up to ``env_steps``, so both
+    versions train at the same update-to-data ratio, whatever the two numbers are.
+    """
+    return max(0, env_steps // train_every - learning_starts // train_every)
+
+
+def resumed_updates_due(env_steps: int, learning_starts: int, train_every: int,
+                        start_env_steps: int = 0, start_updates: int = 0,
+                        kept_buffer: bool = True) -> int:
+    """Gradient updates a run resumed at ``start_env_steps`` / ``start_updates`` owes after
+    ``env_steps`` steps (a fresh run: the defaults, which give :func:`updates_due`).
+
+    A run that kept its replay buffer goes on at the same rate at once; one that did not first
+    refills ``learning_starts`` new transitions, as a fresh run would.
+    """
+    if kept_buffer:
+        return (start_updates + updates_due(env_steps, learning_starts, train_every)
+                - updates_due(start_env_steps, learning_starts, train_every))
+    return start_updates + updates_due(env_steps - start_env_steps, learning_starts, train_every)
+
+
+def next_multiple(value: int, every: int) -> int:
+    """The smallest multiple of ``every`` that is greater than ``value``."""
+    return (value // every + 1) * every
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    """A config dataclass as JSON-ready values (tuples become lists, as JSON gives them back)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}

@@ -1,0 +1,328 @@
+"""The off-policy replay driver: rollout workers, a learner that owns the buffer, a parameter
+server and an evaluator, wired by one loop (:meth:`OffPolicyRun.train`).
+
+The loop is the part to read: launch a fragment on every worker, ``ray.wait`` for whichever
+finishes first, hand its transitions to the learner with exactly the updates the rate limiter
+allows, evaluate every ``eval_every`` env steps, relaunch the worker. Everything that keeps a
+long run alive (restarts, timeouts, checkpoints, interrupts, fault injection) is hooked in from
+:mod:`rlkit.distributed.supervisor` and :mod:`rlkit.train.checkpoint`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlkit.algos.dqn import DQNConfig, DQNSpec
+from rlkit.algos.sac import SACConfig, SACSpec
+from rlkit.buffers import check_buffer_memory
+from rlkit.common import eval_seed, next_multiple, resumed_updates_due
+from rlkit.distributed.cluster import ResourcePlan, plan_resources, require_ray
+from rlkit.distributed.options import RayOptions, RayResult
+from rlkit.distributed.parameter_server import ParameterServer, RayChannel
+from rlkit.distributed.roles import Evaluator, FragmentStats, LearnerWorker, RolloutWorker
+from rlkit.distributed.supervisor import (STARTUP_TIMEOUT_S, LearnerFailedError, ObjectRef,
+                                          Supervisor)
+from rlkit.envs import make_env, space_dims
+from rlkit.metrics import History
+from rlkit.progress import ProgressBar
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, load_checkpoint,
+                                    save_on_interrupt)
+from rlkit.types import OffPolicyAlgorithm, Weights
+
+__all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "train_ray",
+           "train_sac_ray"]
+
+
+def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
+    """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec` and a CPU
+    learner (small Q-networks gain nothing from a GPU)."""
+    options.setdefault("learner_gpus", 0)
+    return train_ray(DQNSpec(config), num_workers, **options)
+
+
+def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> RayResult:
+    """Distributed SAC: :func:`train_ray` with :class:`rlkit.algos.sac.SACSpec`; the learner
+    asks for a GPU when the cluster has one and keeps its buffer and updates there."""
+    return train_ray(SACSpec(config), num_workers, **options)
+
+
+def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) -> RayResult:
+    """Train an off-policy algorithm with rollout workers, a learner that owns the buffer, a
+    parameter server and an evaluator; ``options`` are :class:`RayOptions` fields.
+
+    The rate limiter: after ``E`` env steps the learner has been asked for exactly
+    ``floor((E - learning_starts) / train_every)`` updates, the same ratio as the single-process
+    loop; and at most ``max_learner_lag`` learner calls may be queued, so workers cannot run
+    ahead of learning on a machine where acting is faster.
+
+    Faults: a rollout worker that dies or whose environment raises is restarted with a fresh
+    seed, and the evaluator likewise (each at most ``max_restarts`` times); every restart is
+    recorded in ``history.events``. If the learner fails, the run stops with
+    :class:`LearnerFailedError` naming the last checkpoint; a non-finite loss stops it with
+    ``FloatingPointError``. An actor that does not answer within ``timeout_s`` raises
+    ``TimeoutError`` naming its role. Every actor is killed before this returns, also on error
+    or ``KeyboardInterrupt`` (after which a checkpoint is saved if ``checkpoint_dir`` is set).
+
+    ``wall_seconds`` counts from the moment all actors are up (as the single-process loop counts
+    from the end of its set-up); ``startup_seconds`` is the time they took to start.
+    """
+    opts = RayOptions(**options)
+    cluster = require_ray()
+    plan = plan_resources(num_workers, cluster.get("CPU", 0.0), opts.learner_gpus,
+                          cluster.get("GPU", 0.0))
+    config = algo.config
+    env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
+    obs_dim, act_dim = space_dims(env)
+    env.close()
+    # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
+    check_buffer_memory(config.buffer_size, obs_dim,
+                        None if algo.action_kind == "discrete" else act_dim)
+    resumed = None if opts.resume_from is None else load_checkpoint(opts.resume_from,
+                                                                    algo.name, config)
+    run = OffPolicyRun(algo, num_workers, plan, opts, resumed)
+    try:
+        with run.supervisor, save_on_interrupt(run.save_on_stop, lambda: run.env_steps):
+            run.start_actors()
+            run.train()
+            run.finish()
+    finally:
+        run.bar.close(run.solved)
+    return run.result()
+
+
+class OffPolicyRun:
+    """The state of one :func:`train_ray` run and the steps of its loop."""
+
+    def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, plan: ResourcePlan,
+                 opts: RayOptions, resumed: Checkpoint | None) -> None:
+        self.algo, self.config, self.opts, self.plan = algo, algo.config, opts, plan
+        self.num_workers, self.resumed = num_workers, resumed
+        self.history, self.env_steps, self.updates_asked, self.clock_offset = History(), 0, 0, 0.0
+        if resumed is not None:
+            self.history, self.env_steps = resumed.history, resumed.env_steps
+            self.updates_asked, self.clock_offset = resumed.updates, resumed.wall_seconds
+            self.history.events.append(f"step {self.env_steps}: resumed from {resumed.path}")
+        self.launched_steps = self.env_steps
+        self.checkpointer = Checkpointer(opts.checkpoint_dir, opts.checkpoint_every,
+                                         opts.checkpoint_buffer, algo.name, self.config,
+                                         self.updates_asked)
+        self.supervisor = Supervisor(opts.timeout_s, opts.max_restarts, self.history,
+                                     lambda: self.checkpointer.last)
+        self.supervisor.kill_at = {role: step for role, step in (
+            ("rollout worker 0", opts.kill_worker_at_step), ("learner", opts.kill_learner_at_step),
+            ("evaluator", opts.kill_evaluator_at_step)) if step is not None}
+        self.in_flight: dict[ObjectRef, tuple[int, ObjectRef, int]] = {}  # stats -> worker, batch, n
+        self.learner_calls: deque[ObjectRef] = deque()
+        self.eval_ref: ObjectRef | None = None
+        self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, self.config.eval_every)
+        self.solved, self.eval_return = False, math.nan
+        self.learner_busy, self.startup_seconds, self.device = 0.0, 0.0, "cpu"
+        self.started, self.start_time = False, time.perf_counter()
+        self.bar = ProgressBar(False, 0, 0, "")
+        self.weights: Weights = {}
+        self.updates = self.updates_asked
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def train(self) -> None:
+        """Keep every worker busy, feed the learner at the rate limit, evaluate every
+        ``eval_every`` env steps; stop at the target return or the step budget."""
+        for i in range(self.num_workers):
+            self.launch(i)
+        while (self.in_flight or self.eval_ref is not None) and not self.solved:
+            ref = self.supervisor.wait_one([*self.in_flight, *self.pending_evaluation()],
+                                           self.waiting_for)
+            if ref is self.eval_ref:
+                self.record_evaluation()
+                continue
+            i, batch_ref, asked = self.in_flight.pop(ref)
+            stats = self.fragment_stats(i, ref, asked)
+            if stats is None:  # the worker failed; it was restarted
+                self.launch(i)
+                continue
+            self.env_steps += stats.num_steps
+            for episode_return in stats.episode_returns:
+                self.history.log_episode(self.env_steps, self.clock(), episode_return)
+            # Rate limiter: ask the learner for exactly the updates these env steps allow.
+            due = self.updates_owed()
+            self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
+                batch_ref, due - self.updates_asked))
+            self.updates_asked = due
+            while len(self.learner_calls) > self.opts.max_learner_lag:
+                self.learner_result(self.learner_calls.popleft())
+            if self.checkpointer.due(self.updates_asked):
+                self.save()
+            self.supervisor.inject_faults(self.env_steps)
+            if self.env_steps >= self.next_eval and self.eval_ref is None:
+                self.eval_at = self.env_steps
+                self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
+                self.eval_ref = self.evaluate(self.supervisor["learner"].get_weights.remote())
+            self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
+                            eval=f"{self.eval_return:.0f}")
+            self.launch(i)
+
+    def launch(self, i: int) -> None:
+        """Ask worker ``i`` for its next fragment, unless the step budget is launched."""
+        n = min(self.opts.fragment_steps, self.config.total_steps - self.launched_steps)
+        if n <= 0:
+            return
+        per_env = self.opts.envs_per_worker
+        n = -(-n // per_env) * per_env  # what the worker will really take
+        worker = self.supervisor[f"rollout worker {i}"]
+        batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(
+            n, self.algo.random_action_prob(self.env_steps))
+        self.in_flight[stats_ref] = (i, batch_ref, n)
+        self.launched_steps += n
+
+    def updates_owed(self) -> int:
+        c, r = self.config, self.resumed
+        if r is None:
+            return resumed_updates_due(self.env_steps, c.learning_starts, c.train_every)
+        return resumed_updates_due(self.env_steps, c.learning_starts, c.train_every,
+                                   r.env_steps, r.updates, r.buffer is not None)
+
+    # --- the pieces the loop calls --------------------------------------------------------
+
+    def fragment_stats(self, i: int, ref: ObjectRef, asked: int) -> FragmentStats | None:
+        """The worker's stats, or ``None`` after restarting a worker that failed."""
+        from ray.exceptions import RayError
+
+        try:
+            return self.supervisor.get(ref, f"rollout worker {i}", "collecting")
+        except RayError as error:  # the worker died or its env raised
+            self.launched_steps -= asked  # those steps were never collected
+            self.supervisor.restart(f"rollout worker {i}", error, self.env_steps)
+            return None
+
+    def learner_result(self, ref: ObjectRef) -> None:
+        metrics = self.supervisor.get(ref, "learner", f"training at env step {self.env_steps}")
+        self.learner_busy += metrics["seconds"]
+        if not math.isnan(metrics["loss"]):
+            self.history.log_loss(self.env_steps, metrics["loss"])
+
+    def evaluate(self, weights: ObjectRef | Weights) -> ObjectRef:
+        c = self.config
+        seed = eval_seed(c.seed, len(self.history.eval_steps), c.eval_episodes)
+        return self.supervisor["evaluator"].evaluate.remote(weights, c.eval_episodes, seed)
+
+    def pending_evaluation(self) -> list[ObjectRef]:
+        return [] if self.eval_ref is None else [self.eval_ref]
+
+    def record_evaluation(self) -> None:
+        """Log the finished evaluation, or restart a failed evaluator and evaluate again."""
+        from ray.exceptions import RayError
+
+        try:
+            returns = self.supervisor.get(self.eval_ref, "evaluator", "evaluating")
+        except RayError as error:
+            if not self.supervisor.alive("learner"):
+                raise self.supervisor.learner_failed(error, "sending weights to the "
+                                                            "evaluator") from error
+            self.supervisor.restart("evaluator", error, self.env_steps)
+            self.eval_ref = self.evaluate(self.supervisor["learner"].get_weights.remote())
+            return
+        self.eval_ref, self.eval_return = None, float(np.mean(returns))
+        self.history.log_eval(self.eval_at, self.clock(), self.eval_return, float(np.std(returns)))
+        target = self.config.target_return
+        self.solved = target is not None and self.eval_return >= target
+
+    def waiting_for(self) -> tuple[str, str]:
+        workers = sorted({i for i, _, _ in self.in_flight.values()})
+        evaluator = " or the evaluator" if self.eval_ref is not None else ""
+        return f"rollout worker{evaluator}", f"waiting for workers {workers}"
+
+    def clock(self) -> float:
+        return self.clock_offset + time.perf_counter() - self.start_time
+
+    # --- start, finish, save --------------------------------------------------------------
+
+    def start_actors(self) -> None:
+        """Start every actor, load a checkpoint if resuming, publish weights version 1, and
+        wait until all are up; the training clock starts after this."""
+        import ray
+
+        sup, plan, opts, algo = self.supervisor, self.plan, self.opts, self.algo
+        generation = 1000 * sum("resumed from" in e for e in self.history.events)
+        begin = time.perf_counter()
+        server = sup.start("parameter server", lambda _: ray.remote(ParameterServer).options(
+            num_cpus=plan.parameter_server_cpus).remote())
+        channel = RayChannel(server, opts.timeout_s)
+        # Ray 2.60 hides GPUs only from actors that ask for one: tell the learner its device
+        device = "cuda" if plan.learner_gpus > 0 else "cpu"
+        learner = sup.start("learner", lambda _: ray.remote(LearnerWorker).options(
+            num_cpus=plan.learner_cpus, num_gpus=plan.learner_gpus).remote(
+            algo, channel, opts.publish_every, device))
+        sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
+            num_cpus=plan.evaluator_cpus).remote(algo))
+        for i in range(self.num_workers):
+            sup.start(f"rollout worker {i}", lambda restart, i=i: ray.remote(
+                RolloutWorker).options(num_cpus=plan.worker_cpus).remote(
+                algo, i, channel, generation + restart, opts.envs_per_worker))
+        timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
+        if self.resumed is not None:
+            sup.get(learner.restore.remote(self.resumed.learner, self.resumed.buffer),
+                    "learner", "loading the checkpoint", timeout)
+        sup.get(learner.publish.remote(), "learner", "starting", timeout)
+        sup.wait_started(["evaluator"] + [f"rollout worker {i}" for i in
+                                          range(self.num_workers)], timeout)
+        self.device = sup.get(learner.device_name.remote(), "learner", "starting", timeout)
+        self.startup_seconds = time.perf_counter() - begin
+        self.started, self.start_time = True, time.perf_counter()
+        self.bar = ProgressBar(opts.progress, self.config.total_steps, self.env_steps,
+                               f"{algo.name}, {self.num_workers} workers")
+
+    def finish(self) -> None:
+        """Drain the learner, fetch the final weights, and evaluate them unless the last
+        evaluation already saw them (one retry with a restarted evaluator)."""
+        from ray.exceptions import RayError
+
+        sup = self.supervisor
+        while self.learner_calls:
+            self.learner_result(self.learner_calls.popleft())
+        self.weights = sup.get(sup["learner"].get_weights.remote(), "learner",
+                               "sending its final weights")
+        steps = self.history.eval_steps
+        if not self.solved and (not steps or steps[-1] != self.env_steps):
+            for attempt in range(2):
+                try:
+                    returns = sup.get(self.evaluate(self.weights), "evaluator", "evaluating")
+                    break
+                except RayError as error:
+                    if attempt == 1:
+                        raise
+                    sup.restart("evaluator", error, self.env_steps)
+            self.eval_at = self.env_steps
+            self.eval_return = float(np.mean(returns))
+            self.history.log_eval(self.env_steps, self.clock(), self.eval_return,
+                                  float(np.std(returns)))
+            target = self.config.target_return
+            self.solved = target is not None and self.eval_return >= target
+        self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
+        self.save()
+
+    def save(self) -> Path | None:
+        learner = self.supervisor["learner"]
+        return self.checkpointer.save(
+            lambda with_buffer: self.supervisor.get(learner.state.remote(with_buffer), "learner",
+                                                    "saving a checkpoint"),
+            self.env_steps, self.clock(), self.history)
+
+    def save_on_stop(self) -> Path | None:
+        """The interrupt's save: only once the actors are up, and without long waits."""
+        if not self.started:
+            return None
+        self.supervisor.timeout_s = min(self.supervisor.timeout_s, 10.0)
+        return self.save()
+
+    def result(self) -> RayResult:
+        sup = self.supervisor
+        return RayResult(self.history, self.solved, self.eval_return, self.env_steps,
+                         self.clock(), self.updates, sup.restart_count("rollout worker"),
+                         self.weights, self.learner_busy, self.startup_seconds, self.device,
+                         sup.restarts.get("evaluator", 0), self.checkpointer.last)

@@ -1,0 +1,197 @@
+"""The single-process training loop, written once for every off-policy algorithm.
+
+Act for ``train_every`` steps, store the transitions, do one gradient update, evaluate every
+``eval_every`` steps, and stop at the first evaluation that reaches ``target_return`` (or at
+``total_steps``). An :class:`rlkit.types.OffPolicyAlgorithm` supplies the learner, the buffer,
+the exploration and the evaluation policy. Notebook 01 writes the same loop inline in a dozen
+lines and checks that it takes the same steps; this version adds checkpoints, resuming, a
+progress bar and interrupt handling around it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlkit.algos.dqn import DQNConfig, DQNSpec
+from rlkit.algos.sac import SACConfig, SACSpec
+from rlkit.common import check_finite, eval_seed, resumed_updates_due
+from rlkit.evaluation import evaluate_policy
+from rlkit.metrics import History
+from rlkit.progress import ProgressBar
+from rlkit.rollout import EnvRunner
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
+                                    load_checkpoint, save_on_interrupt)
+from rlkit.types import OffPolicyAlgorithm
+
+
+@dataclass
+class TrainResult:
+    """What a single-process run returns.
+
+    Attributes:
+        learner: The trained learner (``DQNLearner`` or ``SACLearner``).
+        history: The run's :class:`History`.
+        solved: Whether an evaluation reached ``config.target_return``.
+        eval_return: Mean return of the last evaluation.
+        env_steps: Env steps taken.
+        wall_seconds: Training wall-clock time from the end of set-up, evaluations included
+            (for a resumed run, including the time before the checkpoint).
+        checkpoint: The last checkpoint written, or ``None``.
+    """
+
+    learner: Any
+    history: History
+    solved: bool
+    eval_return: float
+    env_steps: int
+    wall_seconds: float
+    checkpoint: Path | None = None
+
+
+def updates_owed(step: int, config: Any, resumed: Checkpoint | None) -> int:
+    """The rate limiter's count after ``step`` env steps of a fresh or resumed run."""
+    if resumed is None:
+        return resumed_updates_due(step, config.learning_starts, config.train_every)
+    return resumed_updates_due(step, config.learning_starts, config.train_every,
+                               resumed.env_steps, resumed.updates, resumed.buffer is not None)
+
+
+def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
+                         checkpoint_dir: str | Path | None = None, checkpoint_every: int = 5_000,
+                         checkpoint_buffer: bool = True,
+                         resume_from: str | Path | None = None) -> TrainResult:
+    """Train ``algo.config`` in this process on the CPU; bit-reproducible for a given seed.
+
+    Args:
+        algo: The algorithm (e.g. ``DQNSpec(config)``).
+        progress: Show a progress bar.
+        checkpoint_dir: Where to keep ``checkpoint.pt`` (see :mod:`rlkit.train.checkpoint`):
+            written every ``checkpoint_every`` gradient updates, at the end, and when the run is
+            interrupted (``KeyboardInterrupt``; an update the interrupt cut short may be partly
+            applied). ``None``: no checkpoints.
+        checkpoint_every: Gradient updates between checkpoints.
+        checkpoint_buffer: Include the replay buffer in checkpoints.
+        resume_from: A checkpoint (file or folder) to continue from: the learner, the buffer
+            (if saved), the env-step count and the history carry on; ``config.total_steps`` is
+            still the budget for the whole run.
+    """
+    config = algo.config
+    check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
+    resumed = None if resume_from is None else load_checkpoint(resume_from, algo.name, config)
+    torch.set_num_threads(config.torch_threads)
+    torch.manual_seed(config.seed)
+    history, step, clock_offset = History(), 0, 0.0
+    rng = np.random.default_rng(config.seed)
+    if resumed is not None:
+        history, step, clock_offset = resumed.history, resumed.env_steps, resumed.wall_seconds
+        # new episodes and a fresh exploration stream: the envs' mid-episode state is not saved
+        rng = np.random.default_rng([config.seed, step])
+        history.events.append(f"step {step}: resumed from {resumed.path}")
+    runner = EnvRunner(config.env_id, config.seed + step, algo.action_kind, algo.name)
+    env = runner.envs[0]
+    learner = algo.make_learner(env, torch.device("cpu"))
+    buffer = algo.make_buffer(env, torch.device("cpu"))
+    if resumed is not None:
+        learner.load_state_dict(resumed.learner)
+        if resumed.buffer is not None:
+            buffer.load_state_dict(resumed.buffer)
+    net = algo.policy_network_of(learner)  # the learner's own network acts: no copy needed
+    policy = algo.exploration_policy(net, env, rng, lambda: algo.random_action_prob(step))
+    bar = ProgressBar(progress, config.total_steps, step, algo.name)
+    checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, checkpoint_buffer, algo.name,
+                                config, learner.updates)
+    losses: list[torch.Tensor] = []
+    solved, eval_return = False, math.nan
+
+    def flush_losses() -> None:
+        if losses:
+            mean_loss = float(torch.stack(losses).mean())  # one host sync per flush
+            check_finite({"loss": mean_loss}, learner.updates, algo.name)
+            history.log_loss(step, mean_loss)
+            losses.clear()
+
+    def clock() -> float:
+        return clock_offset + time.perf_counter() - start
+
+    def save() -> Path | None:
+        losses.clear()  # an interrupted update's loss may be half-made: drop it
+        return checkpointer.save(lambda with_buffer: {
+            "learner": learner.state_dict(),
+            "buffer": buffer.state_dict() if with_buffer else None}, step, clock(), history)
+
+    start = time.perf_counter()
+    try:
+        with save_on_interrupt(save, lambda: step):
+            while step < config.total_steps and not solved:
+                n = min(config.train_every, config.total_steps - step)
+                fragment = runner.run(n, policy)
+                buffer.add_batch(fragment.batch)
+                step += n
+                for ret in fragment.episode_returns:
+                    history.log_episode(step, clock(), ret)
+                if learner.updates < updates_owed(step, config, resumed):
+                    metrics = learner.update(buffer.sample(config.batch_size))
+                    losses.append(torch.as_tensor(algo.loss_of(metrics)))
+                    if checkpointer.due(learner.updates):
+                        flush_losses()
+                        save()
+                if step % 1000 < n:
+                    flush_losses()
+                if step % config.eval_every < n or step >= config.total_steps:
+                    returns = evaluate_policy(algo.evaluation_policy(net), config.env_id,
+                                              config.eval_episodes,
+                                              eval_seed(config.seed, len(history.eval_steps),
+                                                        config.eval_episodes))
+                    eval_return = float(returns.mean())
+                    history.log_eval(step, clock(), eval_return, float(returns.std()))
+                    solved = (config.target_return is not None
+                              and eval_return >= config.target_return)
+                if step % 1000 < n or solved:  # redraw rarely: it is not free
+                    bar.update(step, explore=f"{algo.random_action_prob(step):.2f}",
+                               ret=f"{history.recent_return():.0f}", eval=f"{eval_return:.0f}")
+            flush_losses()
+            save()
+    finally:
+        bar.close(solved)
+        runner.close()
+    return TrainResult(learner, history, solved, eval_return, step, clock(), checkpointer.last)
+
+
+def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any) -> TrainResult:
+    """Train DQN in one process: :func:`train_single_process` with
+    :class:`rlkit.algos.dqn.DQNSpec`.
+
+    Epsilon-greedy acting, one update every ``config.train_every`` env steps, a greedy
+    evaluation (``config.eval_episodes`` episodes, epsilon 0) every ``config.eval_every``
+    steps; stops at ``config.total_steps`` or at the first evaluation whose mean reaches
+    ``config.target_return``. With the same config the run is bit-reproducible.
+
+    Args:
+        config: The run's settings.
+        progress: Show a progress bar.
+        **checkpointing: ``checkpoint_dir``, ``checkpoint_every``, ``checkpoint_buffer``,
+            ``resume_from``: see :func:`train_single_process`.
+
+    Returns:
+        A :class:`TrainResult`; ``result.learner.q`` is the trained Q-network.
+    """
+    return train_single_process(DQNSpec(config), progress, **checkpointing)
+
+
+def train_sac(config: SACConfig, progress: bool = False, **checkpointing: Any) -> TrainResult:
+    """Train SAC in one process on the CPU, the reference the distributed version is held to:
+    :func:`train_single_process` with :class:`rlkit.algos.sac.SACSpec`.
+
+    Uniform-random actions for ``learning_starts`` steps, then one update per
+    ``train_every`` steps, a deterministic evaluation every ``eval_every`` steps, and a stop at
+    the first evaluation that reaches ``target_return`` (or at ``total_steps``).
+    ``**checkpointing``: see :func:`train_single_process`.
+    """
+    return train_single_process(SACSpec(config), progress, **checkpointing)
