@@ -78,7 +78,7 @@ def render(results: Path, timing: dict) -> str:
                 f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
                 f"{timing['pytest_seconds'] / 60:.1f} min of tests (`tests/` "
                 f"{timing['tests_dir_seconds'] / 60:.1f} min, including the fault tests and "
-                f"notebooks 00 and 03 run twice in one kernel; the rest nbval running "
+                f"Ray code run twice in one kernel; the rest nbval running "
                 f"each notebook once). Source: "
                 f"{timing['source']}.", ""]
     if nb01:

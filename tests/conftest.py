@@ -38,8 +38,11 @@ def wait_until_no_actors(seconds: float = 10.0) -> list[str]:
 
 @pytest.fixture(scope="module")
 def ray_cluster():
+    """A local cluster of 2 CPUs and *no GPU*, also on a machine that has one: the tests that
+    use it check the CPU path and the errors for a GPU the cluster lacks. (GPU tests start
+    their own cluster with the GPU.)"""
     ray = pytest.importorskip("ray")
     assert not ray.is_initialized()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()

@@ -95,15 +95,10 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
         rng = np.random.default_rng([config.seed, step])
         history.events.append(f"step {step}: resumed from {resumed.path}")
     runner = EnvRunner(config.env_id, config.seed + step, algo.action_kind, algo.name)
-    env = runner.envs[0]
-    learner = algo.make_learner(env, torch.device("cpu"))
-    buffer = algo.make_buffer(env, torch.device("cpu"))
-    if resumed is not None:
-        learner.load_state_dict(resumed.learner)
-        if resumed.buffer is not None:
-            buffer.load_state_dict(resumed.buffer)
+    learner, buffer = _learner_and_buffer(algo, runner.envs[0], resumed)
     net = algo.policy_network_of(learner)  # the learner's own network acts: no copy needed
-    policy = algo.exploration_policy(net, env, rng, lambda: algo.random_action_prob(step))
+    policy = algo.exploration_policy(net, runner.envs[0], rng,
+                                     lambda: algo.random_action_prob(step))
     bar = ProgressBar(progress, config.total_steps, step, algo.name)
     checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, checkpoint_buffer, algo.name,
                                 config, learner.updates)
@@ -145,10 +140,7 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
                 if step % 1000 < n:
                     flush_losses()
                 if step % config.eval_every < n or step >= config.total_steps:
-                    returns = evaluate_policy(algo.evaluation_policy(net), config.env_id,
-                                              config.eval_episodes,
-                                              eval_seed(config.seed, len(history.eval_steps),
-                                                        config.eval_episodes))
+                    returns = evaluate_greedily(algo, net, len(history.eval_steps))
                     eval_return = float(returns.mean())
                     history.log_eval(step, clock(), eval_return, float(returns.std()))
                     solved = (config.target_return is not None
@@ -162,6 +154,27 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
         bar.close(solved)
         runner.close()
     return TrainResult(learner, history, solved, eval_return, step, clock(), checkpointer.last)
+
+
+def _learner_and_buffer(algo: OffPolicyAlgorithm, env: Any, resumed: Checkpoint | None
+                        ) -> tuple[Any, Any]:
+    """A CPU learner and buffer for ``algo``, loaded from ``resumed`` if given."""
+    learner = algo.make_learner(env, torch.device("cpu"))
+    buffer = algo.make_buffer(env, torch.device("cpu"))
+    if resumed is not None:
+        learner.load_state_dict(resumed.learner)
+        if resumed.buffer is not None:
+            buffer.load_state_dict(resumed.buffer)
+    return learner, buffer
+
+
+def evaluate_greedily(algo: OffPolicyAlgorithm, net: torch.nn.Module, eval_index: int
+                      ) -> np.ndarray:
+    """``(eval_episodes,)`` returns of ``net``'s policy without exploration, on fresh
+    episodes seeded by :func:`rlkit.common.eval_seed` for evaluation number ``eval_index``."""
+    c = algo.config
+    return evaluate_policy(algo.evaluation_policy(net), c.env_id, c.eval_episodes,
+                           eval_seed(c.seed, eval_index, c.eval_episodes))
 
 
 def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any) -> TrainResult:
