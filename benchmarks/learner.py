@@ -2,11 +2,12 @@
 
     python -m benchmarks.learner [--seconds 3]
 
-CPU with 1 thread and with all threads, and the GPU when one exists. The buffer lives on the
+CPU with 1, 2, 4 and all threads, and the GPU when one exists. The buffer lives on the
 learner's device (SAC) or is a host numpy buffer (DQN). For SAC on one thread (and on the GPU)
-two options are compared too: sampling from a host numpy buffer with a copy per batch, and
-``SACConfig.compile_losses`` (``torch.compile``; compilation happens before the clock starts).
-DQN's update reads its loss with ``.item()`` every step, so it has no compiled variant.
+three options are compared too: sampling from a host numpy buffer with a copy per batch,
+``SACConfig.compile_losses`` (``torch.compile``; compilation happens before the clock starts),
+and the critics left trainable during the actor step (what freezing them saves). DQN's update
+reads its loss with ``.item()`` every step, so it has no compiled variant.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def main() -> None:
     cores = os.cpu_count() or 1
     results: dict[str, dict[str, float]] = {"dqn (256x256, batch 64)": {},
                                             "sac (256x256, batch 256)": {}}
-    for label, threads in ((f"cpu, 1 thread", 1), (f"cpu, {cores} threads", cores)):
+    for threads in sorted({1, 2, 4, cores}):
+        label = "cpu, 1 thread" if threads == 1 else f"cpu, {threads} threads"
         results["dqn (256x256, batch 64)"][label] = dqn_updates_per_second(args.seconds, threads)
         results["sac (256x256, batch 256)"][label] = sac_learner_updates_per_second(
             "cpu", args.seconds, threads=threads)
@@ -79,6 +81,8 @@ def main() -> None:
             device, args.seconds, host_buffer=True)
         sac[f"{label}, compiled losses"] = sac_learner_updates_per_second(
             device, args.seconds, compile_losses=True)
+        sac[f"{label}, critics not frozen in the actor step"] = sac_learner_updates_per_second(
+            device, args.seconds, freeze_critics=False)
     write_result("learner", {"updates_per_second": results,
                              "seconds_per_measurement": args.seconds})
     fig, axes = plt.subplots(1, 2, figsize=(10, 3))

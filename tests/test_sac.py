@@ -117,6 +117,37 @@ def test_one_learner_update_on_cpu():
     _one_update_changes_everything("cpu")
 
 
+def test_frozen_critics_in_the_actor_step_change_nothing_but_the_work():
+    # the actor's loss runs through the critics; their weight gradients from it were only
+    # ever thrown away by the critic optimiser's next zero_grad, so not computing them must
+    # give exactly the same training
+    cfg = SACConfig(hidden=(16, 16), batch_size=32, learning_starts=32)
+    torch.manual_seed(0)
+    frozen = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), cfg)
+    torch.manual_seed(0)
+    unfrozen = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), cfg)
+    unfrozen.freeze_critics_in_actor_step = False
+    for step in range(3):
+        batch = _random_batch()
+        torch.manual_seed(step)  # the same reparameterisation noise for both
+        frozen.update(batch)
+        torch.manual_seed(step)
+        unfrozen.update(batch)
+    for a, b in zip(frozen.state_dict()["actor"].values(),
+                    unfrozen.state_dict()["actor"].values()):
+        assert torch.equal(a, b)
+    for a, b in zip(frozen.critic.parameters(), unfrozen.critic.parameters()):
+        assert torch.equal(a, b) and a.requires_grad  # unfrozen again after the actor step
+    # the saving is real: a critic weight's gradient is computed once per update (by the
+    # critic loss) when frozen, twice (critic loss, then actor loss) when not
+    for learner, expected in ((frozen, 1), (unfrozen, 2)):
+        calls = []
+        handle = next(learner.critic.parameters()).register_hook(lambda g: calls.append(1))
+        learner.update(_random_batch())
+        handle.remove()
+        assert len(calls) == expected
+
+
 def test_critic_target_starts_equal():
     learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), SACConfig(hidden=(8,)))
     for p, pt in zip(learner.critic.parameters(), learner.critic_target.parameters()):

@@ -139,6 +139,7 @@ class SACLearner:
         self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
         self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr)
         self.updates = 0
+        self.freeze_critics_in_actor_step = True  # False only to measure what it saves
         # torch.compile fuses each loss's small ops; the first updates pay the compilation
         # (about 20 s on a 2-core CPU), so it pays off only in long runs: see `make bench`
         self._critic_loss_fn = torch.compile(sac_critic_loss) if config.compile_losses \
@@ -161,10 +162,15 @@ class SACLearner:
         critic_loss.backward()
         self.critic_opt.step()
 
+        # The actor's loss goes through the critics, but only the actor learns from it: with
+        # the critics frozen, backward computes no gradients for their weights (gradients the
+        # critic optimiser would only throw away at its next zero_grad).
+        self.critic.requires_grad_(not self.freeze_critics_in_actor_step)
         actor_loss, log_prob = self._actor_loss_fn(self.actor, self.critic, batch.obs, alpha)
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()
+        self.critic.requires_grad_(True)
 
         alpha_loss = sac_alpha_loss(self.log_alpha, log_prob, self.target_entropy)
         self.alpha_opt.zero_grad(set_to_none=True)

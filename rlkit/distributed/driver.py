@@ -14,26 +14,28 @@ import math
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.buffers import check_buffer_memory
-from rlkit.common import eval_seed, next_multiple, resumed_updates_due
+from rlkit.common import eval_seed, next_multiple
 from rlkit.distributed.cluster import ResourcePlan, plan_resources, require_ray
 from rlkit.distributed.options import RayOptions, RayResult
 from rlkit.distributed.parameter_server import ParameterServer, RayChannel
 from rlkit.distributed.roles import Evaluator, FragmentStats, LearnerWorker, RolloutWorker
-from rlkit.distributed.supervisor import (STARTUP_TIMEOUT_S, LearnerFailedError, ObjectRef,
-                                          Supervisor)
+from rlkit.distributed.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError, Supervisor
 from rlkit.envs import make_env, space_dims
 from rlkit.metrics import History
 from rlkit.progress import ProgressBar
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, load_checkpoint,
-                                    save_on_interrupt)
+                                    save_on_interrupt, updates_owed)
 from rlkit.types import OffPolicyAlgorithm, Weights
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 __all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "train_ray",
            "train_sac_ray"]
@@ -117,7 +119,8 @@ class OffPolicyRun:
         self.supervisor.kill_at = {role: step for role, step in (
             ("rollout worker 0", opts.kill_worker_at_step), ("learner", opts.kill_learner_at_step),
             ("evaluator", opts.kill_evaluator_at_step)) if step is not None}
-        self.in_flight: dict[ObjectRef, tuple[int, ObjectRef, int]] = {}  # stats -> worker, batch, n
+        # stats ref -> (worker index, batch ref, env steps asked for)
+        self.in_flight: dict[ObjectRef, tuple[int, ObjectRef, int]] = {}
         self.learner_calls: deque[ObjectRef] = deque()
         self.eval_ref: ObjectRef | None = None
         self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, self.config.eval_every)
@@ -150,7 +153,7 @@ class OffPolicyRun:
             for episode_return in stats.episode_returns:
                 self.history.log_episode(self.env_steps, self.clock(), episode_return)
             # Rate limiter: ask the learner for exactly the updates these env steps allow.
-            due = self.updates_owed()
+            due = updates_owed(self.env_steps, self.config, self.resumed)
             self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
                 batch_ref, due - self.updates_asked))
             self.updates_asked = due
@@ -179,13 +182,6 @@ class OffPolicyRun:
             n, self.algo.random_action_prob(self.env_steps))
         self.in_flight[stats_ref] = (i, batch_ref, n)
         self.launched_steps += n
-
-    def updates_owed(self) -> int:
-        c, r = self.config, self.resumed
-        if r is None:
-            return resumed_updates_due(self.env_steps, c.learning_starts, c.train_every)
-        return resumed_updates_due(self.env_steps, c.learning_starts, c.train_every,
-                                   r.env_steps, r.updates, r.buffer is not None)
 
     # --- the pieces the loop calls --------------------------------------------------------
 

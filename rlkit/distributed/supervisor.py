@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlkit.metrics import History
 
+if TYPE_CHECKING:  # Ray itself is imported only where it is used
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
+
 #: The least time the driver waits for its actors to start (processes, torch imports).
 STARTUP_TIMEOUT_S = 120.0
-
-ActorHandle = Any  # ray.actor.ActorHandle; Ray is imported only where it is used
-ObjectRef = Any  # ray.ObjectRef
 
 
 class LearnerFailedError(RuntimeError):

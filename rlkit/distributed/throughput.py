@@ -161,7 +161,8 @@ def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
 def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
                                    batch_size: int = 256, hidden: tuple[int, ...] = (256, 256),
                                    threads: int = 1, host_buffer: bool = False,
-                                   compile_losses: bool = False) -> float:
+                                   compile_losses: bool = False,
+                                   freeze_critics: bool = True) -> float:
     """Gradient updates per second of the SAC learner alone, sampling from a full buffer.
 
     By default the buffer (100k Pendulum-sized transitions) lives on ``device``, so each update
@@ -177,6 +178,8 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
             ``device`` (the design the device-resident buffer replaces), for comparison.
         compile_losses: ``SACConfig.compile_losses``; the compilation happens in the warm-up,
             before the clock starts.
+        freeze_critics: ``SACLearner.freeze_critics_in_actor_step`` (``False`` measures the
+            critics' weight gradients that the actor step would compute for nothing).
     """
     from rlkit.algos.sac import SACConfig, SACLearner
     from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
@@ -188,6 +191,7 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
         config = SACConfig(hidden=hidden, batch_size=batch_size,
                            learning_starts=max(1_000, batch_size), compile_losses=compile_losses)
         learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), config, device)
+        learner.freeze_critics_in_actor_step = freeze_critics
         host = ReplayBuffer(100_000, 3, 1) if host_buffer else None
         buffer = host if host is not None else TensorReplayBuffer(100_000, 3, 1, device)
         rng = np.random.default_rng(0)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from rlkit.common import config_dict
+from rlkit.common import config_dict, resumed_updates_due
 from rlkit.metrics import History
 
 FORMAT_VERSION = 1
@@ -227,3 +227,13 @@ def save_on_interrupt(save: Callable[[], Path | None], env_steps: Callable[[], i
         except Exception as error:  # noqa: BLE001 - the interrupt is what matters
             print(f"interrupted; no checkpoint saved ({type(error).__name__}: {error})")
         raise
+
+
+def updates_owed(env_steps: int, config: Any, resumed: Checkpoint | None) -> int:
+    """The rate limiter's count after ``env_steps`` env steps of a fresh run (``resumed`` is
+    ``None``) or of one resumed from a checkpoint (see
+    :func:`rlkit.common.resumed_updates_due`)."""
+    if resumed is None:
+        return resumed_updates_due(env_steps, config.learning_starts, config.train_every)
+    return resumed_updates_due(env_steps, config.learning_starts, config.train_every,
+                               resumed.env_steps, resumed.updates, resumed.buffer is not None)

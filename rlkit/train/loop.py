@@ -21,13 +21,13 @@ import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
-from rlkit.common import check_finite, eval_seed, resumed_updates_due
+from rlkit.common import check_finite, eval_seed
 from rlkit.evaluation import evaluate_policy
 from rlkit.metrics import History
 from rlkit.progress import ProgressBar
 from rlkit.rollout import EnvRunner
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
-                                    load_checkpoint, save_on_interrupt)
+                                    load_checkpoint, save_on_interrupt, updates_owed)
 from rlkit.types import OffPolicyAlgorithm
 
 
@@ -53,14 +53,6 @@ class TrainResult:
     env_steps: int
     wall_seconds: float
     checkpoint: Path | None = None
-
-
-def updates_owed(step: int, config: Any, resumed: Checkpoint | None) -> int:
-    """The rate limiter's count after ``step`` env steps of a fresh or resumed run."""
-    if resumed is None:
-        return resumed_updates_due(step, config.learning_starts, config.train_every)
-    return resumed_updates_due(step, config.learning_starts, config.train_every,
-                               resumed.env_steps, resumed.updates, resumed.buffer is not None)
 
 
 def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
