@@ -1,0 +1,76 @@
+"""Time to solve CartPole-v1, per seed: A3C against A2C through the Ray gradient server.
+
+Writes ``benchmarks/results/a3c.json``. Both drivers use the default ``A2CConfig`` and the same
+number of workers; each run stops at its first greedy evaluation (20 episodes) with a mean of
+at least 475, or at ``total_steps``. "Steps/seconds to solve" are those of that evaluation.
+Seconds count from the moment all actors are up; their start-up is recorded separately as
+``startup_seconds``. A3C runs are not bit-reproducible (gradient arrival order depends on
+scheduling); A2C runs are.
+
+    python -m benchmarks.a3c [--seeds 0,1,2] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import numpy as np
+
+from benchmarks.common import write_result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+
+    import ray
+
+    from rlkit.algos.a2c import A2CConfig
+    from rlkit.common import config_dict
+    from rlkit.distributed.cluster import init_ray
+    from rlkit.distributed.gradient_server import train_a2c_ray, train_a3c_ray
+
+    drivers = {"a3c": train_a3c_ray, "a2c": train_a2c_ray}
+    runs: dict[str, dict[str, dict]] = {}
+    init_ray()
+    try:
+        for name, driver in drivers.items():
+            key = f"{name}_{args.workers}_workers"
+            runs[key] = {}
+            for seed in seeds:
+                r = driver(A2CConfig(seed=seed), num_workers=args.workers)
+                runs[key][str(seed)] = {
+                    "solved": r.solved, "eval_return": r.eval_return,
+                    "steps_to_solve": r.history.eval_steps[-1],
+                    "seconds_to_solve": r.history.eval_seconds[-1],
+                    "env_steps": r.env_steps, "wall_seconds": r.wall_seconds,
+                    "startup_seconds": r.startup_seconds, "updates": r.updates,
+                    "updates_per_second": r.updates_per_second,
+                    "staleness_mean": float(np.mean(r.staleness)),
+                    "skipped_updates": r.skipped_updates}
+                print(key, seed, runs[key][str(seed)], flush=True)
+    finally:
+        ray.shutdown()
+    summary = {}
+    for key, by_seed in runs.items():
+        walls = [v["seconds_to_solve"] for v in by_seed.values()]
+        steps = [v["steps_to_solve"] for v in by_seed.values()]
+        summary[key] = {"solved": sum(v["solved"] for v in by_seed.values()),
+                        "seeds": len(by_seed),
+                        "median_seconds_to_solve": statistics.median(walls),
+                        "range_seconds_to_solve": [min(walls), max(walls)],
+                        "median_steps_to_solve": statistics.median(steps),
+                        "range_steps_to_solve": [min(steps), max(steps)],
+                        "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
+    print(json.dumps(summary, indent=1))
+    write_result("a3c", {"summary": summary, "runs": runs,
+                         "config": config_dict(A2CConfig()), "workers": args.workers})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Advantage actor-critic (A2C / A3C): config, network, n-step advantages, losses, learner.
+
+Everything here is synchronous and process-local; :mod:`rlkit.distributed.gradient_server`
+runs it as gradient workers and a gradient server. Arrays are *time-major*: ``(T, N)`` means
+``T`` steps of ``N`` environments stepped in lockstep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
+from rlkit.envs import check_env_id
+from rlkit.networks import load_numpy_weights, make_adam, mlp, module_weights
+from rlkit.types import Weights
+
+
+@dataclass(frozen=True)
+class A2CConfig:
+    """Settings of an A2C / A3C run on a discrete-action environment.
+
+    One gradient is computed from a fragment of ``n_steps`` steps of each of ``num_envs``
+    environments (``n_steps * num_envs`` env steps per gradient and per worker).
+    """
+
+    env_id: str = "CartPole-v1"
+    seed: int = 0
+    num_envs: int = 8  # environments per worker, stepped in lockstep
+    n_steps: int = 16  # fragment length T: the n of the n-step return
+    gamma: float = 0.99
+    lr: float = 1e-3  # Adam
+    entropy_coef: float = 0.01
+    value_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    normalize_advantages: bool = True
+    hidden: tuple[int, ...] = (64, 64)
+    total_steps: int = 300_000
+    eval_every: int = 10_000
+    eval_episodes: int = 20
+    target_return: float | None = 475.0
+    torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_env_id(self.env_id)
+        require_ints(self, ("seed",), minimum=0)
+        require_ints(self, ("num_envs", "n_steps", "total_steps", "eval_every", "eval_episodes",
+                            "torch_threads"), minimum=1)
+        require_positive_finite(self, ("lr",), "1e-3")
+        require_positive_finite(self, ("max_grad_norm",), "0.5")
+        require_hidden(self)
+        if not 0 <= self.gamma < 1:
+            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
+        for name in ("entropy_coef", "value_coef"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                fail(name, value, "must be a finite number >= 0",
+                     f"use e.g. {name}={0.01 if name == 'entropy_coef' else 0.5}")
+
+    @property
+    def steps_per_gradient(self) -> int:
+        """Env steps behind one gradient: ``n_steps * num_envs``."""
+        return self.n_steps * self.num_envs
+
+
+class ActorCritic(nn.Module):
+    """Two separate MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)``.
+
+    Separate, not a shared body: the value loss is measured in squared returns (up to ~1e4 on
+    CartPole) and would otherwise dominate the shared features; apart, each network gets its own
+    features and ``value_coef`` only weighs the critic's gradient. (The gradient norm is still
+    clipped over both networks together, so a very large critic gradient also shortens the
+    actor's step; clipping each network on its own is an easy variation to try.)
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.actor = mlp(obs_dim, n_actions, hidden, nn.Tanh)
+        self.critic = mlp(obs_dim, 1, hidden, nn.Tanh)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, obs_dim)`` -> ``(logits (B, n_actions), values (B,))``."""
+        return self.actor(obs), self.critic(obs).squeeze(-1)
+
+    @torch.no_grad()
+    def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
+        """``(B, obs_dim)`` float32 -> ``(B,)`` int64 most probable actions (for evaluation)."""
+        return self.actor(torch.as_tensor(obs, dtype=torch.float32)).argmax(-1).numpy()
+
+
+def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.ndarray,
+                     truncations: np.ndarray, final_values: np.ndarray,
+                     last_values: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """N-step returns and advantages of a fragment, computed backwards in time.
+
+    ``R_t = r_t`` if step ``t`` terminated; ``r_t + gamma * V(final obs)`` if it was truncated
+    (a time limit: the real final observation is not terminal, so it bootstraps); else
+    ``r_t + gamma * R_{t+1}``, with ``R_T = V(s_T)``, the value after the fragment.
+
+    Args:
+        rewards: ``(T, N)``.
+        values: ``(T, N)`` ``V(s_t)``.
+        terminations: ``(T, N)`` 1.0 where step ``t`` reached a terminal state.
+        truncations: ``(T, N)`` 1.0 where step ``t`` hit a time limit (and did not terminate).
+        final_values: ``(T, N)`` value of the real final observation where truncated (read
+            only there).
+        last_values: ``(N,)`` ``V(s_T)`` of the observation after the fragment.
+        gamma: Discount.
+
+    Returns:
+        ``(returns (T, N), advantages (T, N))``, ``advantages = returns - values``.
+    """
+    if rewards.ndim != 2 or values.shape != rewards.shape or last_values.shape != rewards.shape[1:]:
+        raise ValueError(f"expected rewards/values (T, N) and last_values (N,), got "
+                         f"{rewards.shape}, {values.shape}, {last_values.shape}")
+    returns = np.zeros_like(rewards, dtype=np.float64)
+    following = last_values.astype(np.float64)
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        term, trunc = terminations[t] > 0, truncations[t] > 0
+        following = np.where(trunc, final_values[t], following)
+        returns[t] = rewards[t] + gamma * np.where(term, 0.0, following)
+        following = returns[t]
+    return returns, returns - values
+
+
+def policy_loss(log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """``-mean(A * log pi(a|s))``: descending it raises ``log pi`` where ``A > 0``.
+
+    Args:
+        log_probs: ``(B,)`` log-probabilities of the taken actions (differentiable).
+        advantages: ``(B,)`` treated as constants (detached).
+    """
+    return -(advantages.detach() * log_probs).mean()
+
+
+def value_loss(values: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+    """``mean((R - V)^2)`` over ``(B,)`` values and (constant) n-step returns."""
+    return F.mse_loss(values, returns.detach())
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Mean entropy ``-sum_a pi(a|s) log pi(a|s)`` of categorical policies ``(B, n_actions)``."""
+    log_p = F.log_softmax(logits, dim=-1)
+    return -(log_p.exp() * log_p).sum(-1).mean()
+
+
+def a2c_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
+             returns: torch.Tensor, advantages: torch.Tensor, value_coef: float,
+             entropy_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """``policy_loss + value_coef * value_loss - entropy_coef * entropy`` over ``B`` samples.
+
+    Args:
+        logits: ``(B, n_actions)``; values, returns, advantages: ``(B,)``; actions: ``(B,)`` int64.
+
+    Returns:
+        The scalar loss and its parts as floats.
+    """
+    log_probs = F.log_softmax(logits, dim=-1).gather(1, actions[:, None]).squeeze(1)
+    parts = {"policy": policy_loss(log_probs, advantages), "value": value_loss(values, returns),
+             "entropy": entropy(logits)}
+    total = parts["policy"] + value_coef * parts["value"] - entropy_coef * parts["entropy"]
+    return total, {k: float(v.detach()) for k, v in parts.items()}
+
+
+class Fragment(NamedTuple):
+    """``T`` steps of ``N`` environments, as numpy arrays (what one gradient is computed from).
+
+    Attributes:
+        obs: ``(T, N, obs_dim)`` float32 observations the actions were chosen in.
+        actions: ``(T, N)`` int64.
+        rewards, terminations, truncations: ``(T, N)`` float32.
+        final_obs: ``(T, N, obs_dim)`` the real last observation of an episode that was
+            truncated at step ``t`` (zeros elsewhere): its value is the bootstrap.
+        last_obs: ``(N, obs_dim)`` the observation after the fragment.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminations: np.ndarray
+    truncations: np.ndarray
+    final_obs: np.ndarray
+    last_obs: np.ndarray
+
+
+class A2CLearner:
+    """Owns an :class:`ActorCritic` and its Adam optimiser; gradients travel as flat arrays.
+
+    Args:
+        obs_dim, n_actions: Sizes.
+        config: The run's settings.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, config: A2CConfig) -> None:
+        self.config = config
+        self.net = ActorCritic(obs_dim, n_actions, config.hidden)
+        self.optimizer = make_adam(self.net.parameters(), config.lr)
+        self.updates = 0
+        self.last_metrics: dict[str, float] = {}
+
+    def compute_gradient(self, batch: Fragment) -> np.ndarray:
+        """The clipped gradient of :func:`a2c_loss` on ``batch``, as one flat float32 array
+        ``(num_parameters,)`` (parameter order of ``net.parameters()``). Weights unchanged."""
+        cfg = self.config
+        t, n = batch.rewards.shape
+        obs = torch.as_tensor(batch.obs.reshape(t * n, -1))
+        logits, values = self.net(obs)
+        with torch.no_grad():
+            extra = torch.as_tensor(np.concatenate([batch.final_obs.reshape(t * n, -1),
+                                                    batch.last_obs]))
+            _, boot = self.net(extra)
+        returns, adv = nstep_advantages(
+            batch.rewards, values.detach().numpy().reshape(t, n), batch.terminations,
+            batch.truncations, boot[: t * n].numpy().reshape(t, n), boot[t * n:].numpy(),
+            cfg.gamma)
+        adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
+        if cfg.normalize_advantages and adv_t.numel() > 1:
+            adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
+        loss, self.last_metrics = a2c_loss(
+            logits, values, torch.as_tensor(batch.actions.reshape(-1)),
+            torch.as_tensor(returns.reshape(-1), dtype=torch.float32), adv_t,
+            cfg.value_coef, cfg.entropy_coef)
+        self.net.zero_grad(set_to_none=False)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)
+        return torch.cat([p.grad.reshape(-1) for p in self.net.parameters()]).numpy().copy()
+
+    def apply_gradient(self, flat: np.ndarray) -> None:
+        """One Adam step with ``flat`` ``(num_parameters,)`` as the gradient."""
+        flat_t = torch.as_tensor(np.ascontiguousarray(flat, dtype=np.float32))
+        offset = 0
+        for p in self.net.parameters():
+            p.grad = flat_t[offset: offset + p.numel()].view_as(p).clone()
+            offset += p.numel()
+        if offset != flat_t.numel():
+            raise ValueError(f"gradient has {flat_t.numel()} entries, the network {offset}")
+        self.optimizer.step()
+        self.updates += 1
+
+    def get_weights(self) -> Weights:
+        return module_weights(self.net)
+
+    def set_weights(self, weights: Weights) -> None:
+        load_numpy_weights(self.net, weights)

@@ -1,0 +1,159 @@
+"""The A2C/A3C gradient worker and server: as plain classes, then under a local Ray cluster."""
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit.algos.a2c import A2CConfig, A2CLearner
+from rlkit.distributed.gradient_server import (GradientMessage, GradientServer, GradientWorker,
+                                               train_a2c, train_a2c_ray, train_a3c_ray)
+from conftest import actor_processes
+from rlkit.testing import faulty_envs
+
+SMALL = A2CConfig(num_envs=2, n_steps=20, hidden=(16, 16))  # 40 env steps per gradient
+
+
+def message(version, gradient, worker=0):
+    return GradientMessage(gradient, version, worker, 40, [], 0.0)
+
+
+def gradient_like(server, value=1e-3):
+    n = sum(p.numel() for p in server.learner.net.parameters())
+    return np.full(n, value, np.float32)
+
+
+def test_staleness_of_a_scripted_arrival_order():
+    server = GradientServer(SMALL)
+    g = gradient_like(server)
+    # workers A and B start on version 0. A lands first (0 updates in between), B's gradient,
+    # still on version 0, lands after A's update (1). A then computed on version 1 and lands
+    # after B's update (1). C started on version 0 and lands last, 3 updates later.
+    for worker, version, expected_version_after in [(0, 0, 1), (1, 0, 2), (0, 1, 3), (2, 0, 4)]:
+        assert server.apply(message(version, g, worker)).version == expected_version_after
+    assert server.staleness == [0, 1, 1, 3] and server.senders == [0, 1, 0, 2]
+    assert server.stats()["updates"] == 4
+
+
+def test_a2c_round_has_zero_staleness_and_averages():
+    server = GradientServer(SMALL)
+    out = server.apply_mean(message(0, gradient_like(server, 1.0)),
+                            message(0, gradient_like(server, 3.0)))
+    assert out.version == 1 and server.staleness == [0, 0]
+    reference = GradientServer(SMALL)  # same seed, same initial weights
+    reference.apply(message(0, gradient_like(reference, 2.0)))
+    for k, v in reference.weights().weights.items():
+        np.testing.assert_array_equal(v, out.weights[k])
+
+
+def test_nan_gradient_is_skipped_counted_and_weights_unchanged():
+    server = GradientServer(SMALL)
+    before = server.weights()
+    bad = gradient_like(server)
+    bad[3] = np.nan
+    after = server.apply(message(0, bad))
+    assert server.stats() == {"updates": 0, "staleness": [0], "senders": [0], "skipped": 1}
+    assert after.version == before.version == 0
+    for k, v in before.weights.items():
+        np.testing.assert_array_equal(v, after.weights[k])
+    # a round with one bad and one good gradient applies the good one alone
+    after = server.apply_mean(message(0, bad), message(0, gradient_like(server)))
+    assert after.version == 1 and server.skipped == 2
+
+
+def test_worker_on_nan_reward_env_sends_nan_gradient_that_the_server_skips():
+    config = dataclasses.replace(SMALL, env_id=faulty_envs.NAN_REWARD)  # NaN from step 300
+    worker, server = GradientWorker(config, 0), GradientServer(SMALL)
+    weights = server.weights()
+    for _ in range(16):  # 16 * 20 = 320 steps of each env
+        weights = server.apply(worker.compute_gradient(weights))
+    assert 0 < server.skipped < 16 and server.version == 16 - server.skipped
+    assert all(np.isfinite(v).all() for v in weights.weights.values())
+
+
+def test_workers_seed_their_envs_apart():
+    a, b = GradientWorker(SMALL, 0), GradientWorker(SMALL, 1)
+    assert not np.array_equal(a.obs, b.obs)
+    again = GradientWorker(SMALL, 0)
+    np.testing.assert_array_equal(a.obs, again.obs)
+
+
+def test_fragment_shapes_and_episode_ends():
+    worker = GradientWorker(dataclasses.replace(SMALL, n_steps=60), 0)
+    fragment, finished = worker.collect()
+    assert fragment.obs.shape == (60, 2, 4) and fragment.actions.shape == (60, 2)
+    assert fragment.last_obs.shape == (2, 4)
+    # a random CartPole policy ends episodes well inside 60 steps; each end is a termination
+    assert fragment.terminations.sum() == len(finished) > 0
+    assert fragment.truncations.sum() == 0
+
+
+def test_a2c_with_one_worker_equals_a_single_process_update_on_the_same_batch():
+    server = GradientServer(SMALL)
+    torch.manual_seed(SMALL.seed)
+    single = A2CLearner(4, 2, SMALL)  # same seed: the same initial weights as the server
+    worker = GradientWorker(SMALL, 0)
+    start = server.weights()
+    twin = GradientWorker(SMALL, 0)  # same seeds: it collects the batch the worker will collect
+    twin.learner.set_weights(start.weights)
+    fragment, _ = twin.collect()
+    single.apply_gradient(single.compute_gradient(fragment))
+    after = server.apply_mean(worker.compute_gradient(start))
+    for k, v in single.get_weights().items():
+        np.testing.assert_array_equal(v, after.weights[k])
+
+
+def test_train_a2c_single_process_is_reproducible():
+    a = train_a2c(SMALL, max_steps=400, evaluate=False)
+    b = train_a2c(SMALL, max_steps=400, evaluate=False)
+    assert a.env_steps == b.env_steps == 400 and a.updates == 10
+    for k, v in a.weights.items():
+        np.testing.assert_array_equal(v, b.weights[k])
+
+
+def wait_for_no_gradient_actors(seconds=15.0):
+    deadline = time.monotonic() + seconds
+    while (left := actor_processes("GradientWorker", "GradientServer")) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.ray
+def test_worker_env_ids_must_match_workers(ray_cluster):
+    with pytest.raises(ValueError, match="one id"):
+        train_a3c_ray(SMALL, num_workers=2, worker_env_ids=[None])
+
+
+@pytest.mark.ray
+def test_a2c_one_worker_under_ray_equals_single_process(ray_cluster):
+    ray_run = train_a2c_ray(SMALL, num_workers=1, max_steps=200, evaluate=False)
+    local = train_a2c(SMALL, max_steps=200, evaluate=False)
+    assert ray_run.updates == local.updates == 5
+    for k, v in local.weights.items():
+        np.testing.assert_array_equal(v, ray_run.weights[k])
+    assert ray_run.staleness == [0] * 5
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", [train_a3c_ray, train_a2c_ray])
+def test_killed_worker_is_replaced_and_nan_gradients_skipped(ray_cluster, driver):
+    # worker 0 is killed after 400 env steps; worker 1's env returns NaN rewards from its
+    # 300th step on, so its later gradients are NaN and the server skips them
+    run = driver(SMALL, num_workers=2, max_steps=2000, evaluate=False, kill_worker_at=400,
+                 worker_env_ids=[None, faulty_envs.NAN_REWARD])
+    print(driver.__name__, f"startup {run.startup_seconds:.1f} s, run {run.wall_seconds:.1f} s")
+    assert run.worker_restarts == 1
+    assert any("worker 0 replaced" in e for e in run.history.events)
+    assert run.env_steps >= 2000 and len(run.staleness) >= 2000 // 40 - 2
+    assert run.skipped_updates > 0 and run.updates > 0
+    if driver is train_a3c_ray:
+        assert run.updates == len(run.staleness) - run.skipped_updates
+        assert max(run.staleness) >= 1  # some gradient lands after the other worker's update
+    else:
+        assert run.staleness == [0] * len(run.staleness)
+    assert all(np.isfinite(v).all() for v in run.weights.values())
+    assert wait_for_no_gradient_actors() == []
