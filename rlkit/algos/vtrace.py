@@ -1,0 +1,158 @@
+"""V-trace (Espeholt et al., 2018): off-policy value targets and policy-gradient advantages
+for trajectories collected by a policy that lags behind the learner's.
+
+Everything here is time-major: a tensor of shape ``(T, B)`` holds ``T`` consecutive steps of
+``B`` trajectories. Episode boundaries inside a trajectory are marked per step:
+
+* a **termination** at step ``t`` (the episode truly ended) is a zero in ``discounts[t]``: no
+  value is bootstrapped past it;
+* a **truncation** at step ``t`` (a time limit cut the episode) cuts the trace as well (the next
+  row belongs to another episode), but the step still bootstraps, from ``final_values[t]``,
+  the value of the real last observation, not of the next episode's first state;
+* the **last step** of a trajectory bootstraps from ``bootstrap_value``, ``V(x_T)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+
+class VTraceReturns(NamedTuple):
+    """What :func:`vtrace` returns.
+
+    Attributes:
+        vs: ``(T, B)`` value targets ``v_s``.
+        pg_advantages: ``(T, B)`` policy-gradient advantages
+            ``rho_s * (r_s + gamma_s * v_{s+1} - V(x_s))`` with ``rho_s = min(rho_bar, pi/mu)``.
+        clipped_rhos: ``(T, B)`` ``rho_s``, for logging.
+    """
+
+    vs: torch.Tensor
+    pg_advantages: torch.Tensor
+    clipped_rhos: torch.Tensor
+
+
+def check_vtrace_inputs(shapes: dict[str, tuple[int, ...]], rho_bar: float,
+                        c_bar: float) -> None:
+    """Raise ``ValueError`` naming the field and the fix for bad V-trace inputs.
+
+    Args:
+        shapes: Field name -> shape; every field must be ``(T, B)`` except ``bootstrap_value``,
+            which must be ``(B,)``.
+        rho_bar, c_bar: The truncation levels; ``rho_bar >= c_bar >= 0`` is required.
+    """
+    if not (0 <= c_bar <= rho_bar):
+        raise ValueError(f"rho_bar={rho_bar} and c_bar={c_bar}: V-trace needs "
+                         f"rho_bar >= c_bar >= 0 (rho_bar sets which value function it converges "
+                         f"to, c_bar only how fast). Fix: raise rho_bar to at least c_bar "
+                         f"(the paper uses rho_bar = c_bar = 1.0).")
+    reference = shapes["behaviour_log_probs"]
+    if len(reference) != 2 or reference[0] < 1:
+        raise ValueError(f"behaviour_log_probs has shape {reference}, but V-trace needs "
+                         f"time-major (T, B) tensors with T >= 1. Fix: pass at least one step, "
+                         f"shaped (steps, trajectories).")
+    for name, shape in shapes.items():
+        want = reference[1:] if name == "bootstrap_value" else reference
+        if tuple(shape) != tuple(want):
+            raise ValueError(f"{name} has shape {tuple(shape)}, but behaviour_log_probs has "
+                             f"{tuple(reference)}, so {name} must be {tuple(want)}. Fix: pass "
+                             f"every per-step input time-major (T, B) and bootstrap_value as "
+                             f"(B,).")
+
+
+@torch.no_grad()
+def vtrace(behaviour_log_probs: torch.Tensor, target_log_probs: torch.Tensor,
+           rewards: torch.Tensor, values: torch.Tensor, bootstrap_value: torch.Tensor,
+           discounts: torch.Tensor, rho_bar: float = 1.0, c_bar: float = 1.0,
+           truncations: torch.Tensor | None = None,
+           final_values: torch.Tensor | None = None) -> VTraceReturns:
+    """V-trace targets by the backward recursion, vectorised over the ``B`` trajectories.
+
+    With ``rho_t = min(rho_bar, pi(a_t|x_t) / mu(a_t|x_t))``, ``c_t = min(c_bar, pi/mu)`` and
+    ``delta_t = rho_t * (r_t + gamma_t * V(x_{t+1}) - V(x_t))``::
+
+        v_s - V(x_s) = delta_s + gamma_s * c_s * (v_{s+1} - V(x_{s+1}))
+
+    with ``v_{s+1} - V(x_{s+1}) = 0`` past the last step and past an episode's end. Here
+    ``V(x_{t+1})`` is ``values[t + 1]`` inside an episode, ``final_values[t]`` at a truncation,
+    and ``bootstrap_value`` at the last step. With ``pi = mu`` and ``rho_bar, c_bar >= 1`` the
+    targets are the n-step returns to the trajectory's end; with ``c_bar = 0`` they are one-step
+    TD targets.
+
+    Args:
+        behaviour_log_probs: ``(T, B)`` ``log mu(a_t|x_t)`` of the policy that acted.
+        target_log_probs: ``(T, B)`` ``log pi(a_t|x_t)`` of the policy being learned.
+        rewards: ``(T, B)`` ``r_t``.
+        values: ``(T, B)`` ``V(x_t)`` under the learner's value function.
+        bootstrap_value: ``(B,)`` ``V(x_T)``, the value after the last step.
+        discounts: ``(T, B)`` ``gamma_t``: the discount, 0 where step ``t`` terminated.
+        rho_bar: Truncation of the importance weight in ``delta_t`` and the advantages.
+        c_bar: Truncation of the trace coefficients ``c_t``; must not exceed ``rho_bar``.
+        truncations: ``(T, B)`` 1.0 where a time limit ended the episode at step ``t``
+            (default: none).
+        final_values: ``(T, B)`` value of the real observation after step ``t``; read only
+            where ``truncations`` is 1 (required if any is).
+
+    Returns:
+        :class:`VTraceReturns` with ``vs`` and ``pg_advantages``, each ``(T, B)``, carrying no
+        gradient.
+
+    Raises:
+        ValueError: naming the field and the fix, for mismatched shapes, ``T < 1``, or
+            ``rho_bar < c_bar``.
+    """
+    shapes = {"behaviour_log_probs": behaviour_log_probs.shape,
+              "target_log_probs": target_log_probs.shape, "rewards": rewards.shape,
+              "values": values.shape, "bootstrap_value": bootstrap_value.shape,
+              "discounts": discounts.shape}
+    if truncations is not None:
+        shapes["truncations"] = truncations.shape
+        if final_values is None:
+            raise ValueError("truncations was given without final_values. Fix: pass "
+                             "final_values (T, B), the value of the real observation after "
+                             "each step, so a truncated step can bootstrap from it.")
+        shapes["final_values"] = final_values.shape
+    check_vtrace_inputs(shapes, rho_bar, c_bar)
+
+    ratios = torch.exp(target_log_probs - behaviour_log_probs)
+    rhos = ratios.clamp(max=rho_bar)
+    cs = ratios.clamp(max=c_bar)
+    # V(x_{t+1}) as seen from step t: the next row, the bootstrap value after the last step,
+    # and the real final observation's value where a time limit cut the episode
+    next_values = torch.cat([values[1:], bootstrap_value.unsqueeze(0)], dim=0)
+    carry = torch.ones_like(values)  # 1 where the trace continues into row t + 1
+    if truncations is not None:
+        cut = truncations > 0
+        next_values = torch.where(cut, final_values, next_values)
+        carry = (~cut).to(values.dtype)
+    deltas = rhos * (rewards + discounts * next_values - values)
+
+    corrections = torch.empty_like(values)  # v_s - V(x_s)
+    acc = torch.zeros_like(bootstrap_value)
+    for t in range(values.shape[0] - 1, -1, -1):
+        acc = deltas[t] + discounts[t] * cs[t] * carry[t] * acc
+        corrections[t] = acc
+    vs = values + corrections
+
+    # v_{s+1} for the advantage: the next target inside an episode, else the bootstrap value
+    next_vs = torch.cat([vs[1:], bootstrap_value.unsqueeze(0)], dim=0)
+    next_vs = torch.where(carry > 0, next_vs, next_values)
+    pg_advantages = rhos * (rewards + discounts * next_vs - values)
+    return VTraceReturns(vs=vs, pg_advantages=pg_advantages, clipped_rhos=rhos)
+
+
+@torch.no_grad()
+def nstep_returns(rewards: torch.Tensor, values: torch.Tensor, bootstrap_value: torch.Tensor,
+                  discounts: torch.Tensor, truncations: torch.Tensor | None = None,
+                  final_values: torch.Tensor | None = None) -> VTraceReturns:
+    """Plain n-step returns to the trajectory's end, ignoring who acted: V-trace with every
+    importance ratio set to 1. This is the "no correction" baseline (A2C/A3C's targets), which
+    is biased when the data came from an older policy.
+
+    Args and Returns: as :func:`vtrace`, without the log-probabilities.
+    """
+    zeros = torch.zeros_like(values)
+    return vtrace(zeros, zeros, rewards, values, bootstrap_value, discounts, 1.0, 1.0,
+                  truncations, final_values)

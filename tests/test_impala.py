@@ -1,0 +1,202 @@
+"""IMPALA: config checks, the roles without Ray (queue, back-pressure, lag), then under Ray."""
+
+import dataclasses
+import threading
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlkit.algos.impala import IMPALAConfig, VTraceLearner, stack_trajectories
+from rlkit.distributed.impala_roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
+from rlkit.train.impala import train_impala
+from rlkit.trajectory import TrajectoryRunner, check_trajectory
+
+SMALL = IMPALAConfig(num_actors=2, envs_per_actor=2, unroll_length=5, batch_fragments=2,
+                     queue_size=2, hidden=(16,), timeout_s=20.0)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(rho_bar=0.5, c_bar=1.0), r"rho_bar=0.5 is below c_bar=1.0.*Fix: raise rho_bar"),
+    (dict(unroll_length=0), r"unroll_length=0 must be an int >= 1.*Fix"),
+    (dict(queue_size=2, batch_fragments=4), r"queue_size=2 is below batch_fragments=4.*Fix"),
+    (dict(synchronous=True, num_actors=3, batch_fragments=4, queue_size=8),
+     r"batch_fragments=4 is not a multiple of num_actors=3.*Fix"),
+    (dict(gamma=1.0), r"gamma=1.0 must be in \[0, 1\).*Fix"),
+    (dict(hidden=()), r"hidden=\(\) must be a non-empty tuple"),
+])
+def test_config_rejects_bad_values_naming_field_and_fix(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        IMPALAConfig(**kwargs)
+
+
+def test_runner_marks_truncation_and_keeps_the_real_final_observation():
+    runner = TrajectoryRunner("CartPole-v1", seed=0, num_envs=1)
+    runner.envs[0].close()
+    runner.envs[0] = gym.make("CartPole-v1", max_episode_steps=3)
+    runner.obs[0] = runner.envs[0].reset(seed=0)[0]
+    def always_left(obs):
+        return np.zeros(len(obs), np.int64), np.zeros(len(obs), np.float32)
+
+    traj = runner.run(4, always_left)
+    check_trajectory(traj)
+    assert traj.truncations[:, 0].tolist() == [0, 0, 1, 0]  # cut by the 3-step limit
+    assert traj.terminations[:, 0].tolist() == [0, 0, 0, 0]
+    # row 3 starts a new episode: its obs is the reset state, not step 2's next_obs
+    assert not np.allclose(traj.obs[3, 0], traj.next_obs[2, 0])
+    assert traj.episode_returns == [3.0]
+
+
+def test_mismatched_fragment_is_rejected_naming_the_field():
+    runner = TrajectoryRunner("CartPole-v1", seed=0, num_envs=2)
+    traj = runner.run(3, lambda o: (np.zeros(len(o), np.int64), np.zeros(len(o), np.float32)))
+    bad = dataclasses.replace(traj, rewards=traj.rewards[:2])
+    with pytest.raises(ValueError, match=r"rewards has shape \(2, 2\).*must be \(3, 2\).*Fix"):
+        stack_trajectories([bad])
+    other = runner.run(4, lambda o: (np.zeros(len(o), np.int64), np.zeros(len(o), np.float32)))
+    with pytest.raises(ValueError, match=r"different lengths T=\[3, 4\].*Fix: give every actor"):
+        stack_trajectories([traj, other])
+
+
+def test_actor_and_learner_in_process_measure_lag():
+    queue = TrajectoryQueue(maxsize=4)
+    learner = ImpalaLearner(SMALL, 4, 2, queue)  # publishes version 0
+    actor = ImpalaActor(SMALL, 0, queue)
+    assert actor.run(max_fragments=2) == 2  # acts with version 0
+    out = learner.train(1)
+    assert out["lags"] == [0, 0] and out["updates"] == 1
+    assert out["env_steps"] == 2 * SMALL.unroll_length * SMALL.envs_per_actor
+    assert queue.version == 1
+    # the actor learns of version 1 from its next put's reply, after shipping with version 0
+    actor.run(max_fragments=2)
+    assert actor.version == 1
+    out = learner.train(1)
+    assert out["lags"] == [1, 0]  # first fragment acted with version 0, learner at version 1
+
+
+def test_slow_learner_makes_actors_wait_and_queue_stays_bounded():
+    queue = TrajectoryQueue(maxsize=3)
+    ImpalaLearner(SMALL, 4, 2, queue)  # publishes version 0, then is never asked to train
+    actors = [ImpalaActor(SMALL, i, queue) for i in range(2)]
+    shipped = []
+    threads = [threading.Thread(target=lambda a=a: shipped.append(a.run())) for a in actors]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    assert queue.stats()["size"] == 3 and queue.high_water == 3  # full, never more
+    collected = sum(a.fragments for a in actors)
+    assert collected <= 3 + len(actors)  # each actor holds at most one more, waiting to put
+    time.sleep(0.5)
+    assert sum(a.fragments for a in actors) == collected  # they are waiting, not collecting
+    # a slow learner takes a batch now and then: the actors refill, still bounded
+    for _ in range(3):
+        assert len(queue.get_batch(2, timeout=5.0)) == 2
+        time.sleep(0.2)
+    assert queue.high_water == 3 and queue.wait_seconds > 1.0
+    queue.close()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads) and sorted(shipped) == sorted(
+        a.fragments - 1 for a in actors)  # the fragment in hand when the queue closed is dropped
+
+
+def test_queue_get_times_out_with_a_clear_error():
+    with pytest.raises(TimeoutError, match=r"got 0 of the 2 fragments.*Fix"):
+        TrajectoryQueue(maxsize=2).get_batch(2, timeout=0.1)
+
+
+def test_single_process_is_reproducible_and_learns_shape():
+    config = dataclasses.replace(SMALL, total_steps=400, eval_every=200, eval_episodes=2,
+                                 target_return=None)
+    a, b = train_impala(config, policy_lag=2), train_impala(config, policy_lag=2)
+    assert a.env_steps == b.env_steps >= 400
+    assert a.history.eval_returns == b.history.eval_returns
+    assert all(np.array_equal(a.weights[k], b.weights[k]) for k in a.weights)
+    assert a.policy_lags[:2] == [0, 0] and max(a.policy_lags) == 2
+
+
+def test_learner_rejects_a_non_finite_loss():
+    learner = VTraceLearner(4, 2, SMALL)
+    runner = TrajectoryRunner("CartPole-v1", seed=0, num_envs=2)
+    traj = runner.run(3, lambda o: (np.zeros(len(o), np.int64), np.zeros(len(o), np.float32)))
+    traj.rewards[0, 0] = np.nan
+    with pytest.raises(FloatingPointError, match="IMPALA loss became non-finite.*Fix"):
+        learner.update([traj])
+
+
+# ---------------------------------------------------------------- under Ray
+
+RAY_CONFIG = IMPALAConfig(envs_per_actor=4, unroll_length=16, batch_fragments=4, queue_size=4,
+                          hidden=(32, 32), total_steps=30_000, eval_every=15_000,
+                          eval_episodes=2, target_return=None, timeout_s=30.0)
+
+
+def no_impala_processes(seconds=10.0):
+    from conftest import our_ray_processes
+
+    deadline = time.monotonic() + seconds
+    names = ("ImpalaActor", "ImpalaLearner", "TrajectoryQueue")
+    while (left := [p for p in our_ray_processes() if any(n in p for n in names)]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.ray
+def test_ray_queue_back_pressure_blocks_an_actor(ray_cluster):
+    ray = ray_cluster
+    queue = ray.remote(TrajectoryQueue).options(num_cpus=0, max_concurrency=6).remote(2)
+    actor = ray.remote(ImpalaActor).options(num_cpus=0.5).remote(RAY_CONFIG, 0, queue)
+    try:
+        ray.get([queue.publish.remote(0, None), actor.ping.remote()], timeout=60)
+        run = actor.run.remote()
+        deadline = time.monotonic() + 30
+        while ray.get(queue.stats.remote(), timeout=30)["size"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        ready, _ = ray.wait([run], timeout=1.0)
+        assert not ready  # no learner: the actor is stuck waiting for room
+        stats = ray.get(queue.stats.remote(), timeout=30)
+        assert stats["size"] == 2 and stats["high_water"] == 2 and stats["waiting_puts"] == 1
+        ray.get(queue.close.remote(), timeout=30)
+        assert ray.get(run, timeout=30) == 2  # released by close, nothing more was queued
+    finally:
+        ray.kill(actor, no_restart=True)
+        ray.kill(queue, no_restart=True)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_short_impala_run_under_ray(ray_cluster):
+    from rlkit.distributed.impala import train_impala_ray
+
+    result = train_impala_ray(RAY_CONFIG)
+    assert result.env_steps >= RAY_CONFIG.total_steps
+    assert result.updates * RAY_CONFIG.batch_fragments == len(result.policy_lags)
+    assert min(result.policy_lags) >= 0
+    assert result.queue_high_water <= RAY_CONFIG.queue_size
+    assert result.history.eval_steps and result.history.episode_returns
+    assert result.worker_restarts == 0
+    assert no_impala_processes() == []
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_killed_actor_is_replaced(ray_cluster):
+    from rlkit.distributed.impala import train_impala_ray
+
+    result = train_impala_ray(RAY_CONFIG, kill_actor_at=5_000)
+    assert result.worker_restarts == 1
+    assert any("actor 0 failed" in e for e in result.history.events)
+    assert result.env_steps >= RAY_CONFIG.total_steps
+    assert no_impala_processes() == []
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_synchronous_mode_has_zero_lag(ray_cluster):
+    from rlkit.distributed.impala import train_impala_ray
+
+    config = dataclasses.replace(RAY_CONFIG, synchronous=True, total_steps=10_000)
+    result = train_impala_ray(config)
+    assert result.policy_lags and set(result.policy_lags) == {0}
