@@ -72,6 +72,25 @@ def render(results: Path, timing: dict) -> str:
             f"{_fmt_time(runtimes.get('03_sac_gpu_ray.ipynb'))} | Pendulum eval "
             f"{nb03['eval_return']:.0f} (>= -200) at {nb03['solved_at_env_steps']:,} env steps, "
             f"{nb03['solved_at_seconds']:.0f} s, learner on {nb03['device']} |")
+    nb05 = _load(results / "05_a3c.json")
+    if nb05:
+        lines.append(
+            "| [05 · A3C through a gradient server](notebooks/05_a3c_gradient_server.ipynb) | "
+            "policy gradient with a baseline, n-step advantages, A2C vs A3C, gradient staleness, "
+            "a slow worker | "
+            f"{_fmt_time(runtimes.get('05_a3c_gradient_server.ipynb'))} | A3C greedy eval "
+            f"{nb05['eval_return']:.0f} at {nb05['env_steps']:,} env steps, "
+            f"{nb05['wall_seconds']:.1f} s; with a slow worker A3C "
+            f"{nb05['slow_worker']['speedup']:.1f}x faster than A2C |")
+    nb06 = _load(results / "06_impala.json")
+    if nb06:
+        lines.append(
+            "| [06 · IMPALA and V-trace](notebooks/06_impala_vtrace.ipynb) | actors that never "
+            "wait, a bounded queue, V-trace, policy lag, throughput vs the rollout ceiling | "
+            f"{_fmt_time(runtimes.get('06_impala_vtrace.ipynb'))} | greedy eval "
+            f"{nb06['eval_return']:.0f} at {nb06['env_steps']:,} env steps, "
+            f"{nb06['wall_seconds']:.1f} s; learner consumed "
+            f"{nb06['efficiency_vs_ceiling']:.2f}x the rollout ceiling |")
     out = lines + [""]
     if timing:
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
@@ -133,6 +152,28 @@ def render(results: Path, timing: dict) -> str:
                 f"{rollout['naive_per_step_calls'] / rollout['single_process_env_plus_policy']:.2f} |"]
         out += [f"| batched, {k} worker(s) | {v:,.0f} | {rollout['efficiency'][k]:.2f} |"
                 for k, v in rollout["batched"].items()] + [""]
+    a3c, impala = _load(bench / "a3c.json"), _load(bench / "impala.json")
+    if a3c or impala:
+        out += ["**Time to solve CartPole, policy-gradient methods, 3 seeds** (`python -m "
+                "benchmarks.a3c`, `python -m benchmarks.impala`; seconds after actor start-up):",
+                "", "| run | solved | median env steps (range) | median seconds (range) |",
+                "| --- | --- | --- | --- |"]
+        rows = list((a3c or {}).get("summary", {}).items())
+        rows += [("impala", impala["summary"])] if impala else []
+        for name, r in rows:
+            steps = r.get("range_steps_to_solve")
+            steps_text = f" ({steps[0]:,}-{steps[1]:,})" if steps else ""
+            secs = r["range_seconds_to_solve"]
+            out.append(f"| {name} | {r['solved']}/{r['seeds']} | {r['median_steps_to_solve']:,}"
+                       f"{steps_text} | {r['median_seconds_to_solve']:.1f} "
+                       f"({secs[0]:.1f}-{secs[1]:.1f}) |")
+        if impala:
+            r = impala["summary"]
+            out += ["", f"IMPALA's learner consumed {r['learner_steps_per_second']:,.0f} env "
+                    f"steps/s against a single-process rollout ceiling of "
+                    f"{r['ceiling_steps_per_second']:,.0f} ({r['efficiency_vs_ceiling']:.2f}x), "
+                    f"mean policy lag {r['throughput_policy_lag_mean']:.2f} updates."]
+        out.append("")
     if learner:
         out += ["**`make bench` learner alone** (updates/s):", "", "| learner | device | updates/s |",
                 "| --- | --- | --- |"]

@@ -25,10 +25,13 @@ def main() -> None:
         steps = [["benchmarks.rollout", "--seconds", "1"],
                  ["benchmarks.learner", "--seconds", "1"],
                  ["benchmarks.weight_sync", "--repeats", "50"],
-                 ["benchmarks.time_to_solve", "--algos", "sac", "--seeds", "0"]]
+                 ["benchmarks.time_to_solve", "--algos", "sac", "--seeds", "0"],
+                 ["benchmarks.a3c", "--seeds", "0"],
+                 ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
-                 ["benchmarks.time_to_solve"], ["benchmarks.render_readme"]]
+                 ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
+                 ["benchmarks.render_readme"]]
     env = dict(os.environ)
     if args.quick:
         from benchmarks.common import QUICK_RESULTS

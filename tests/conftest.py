@@ -5,7 +5,9 @@ import time
 import psutil
 import pytest
 
-ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer")
+ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer",
+                 "GradientWorker", "GradientServer", "ImpalaActor", "ImpalaLearner",
+                 "TrajectoryQueue")
 
 
 def our_ray_processes() -> list[str]:
