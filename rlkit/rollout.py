@@ -24,9 +24,13 @@ class Fragment:
             envs ``0 .. N-1``.
         episode_returns: Returns of the episodes that finished inside this fragment.
         episode_lengths: Their lengths in steps.
+        ends: ``(T * N,)`` bool, True where the episode ended (terminated or truncated) at
+            this step: the next row of that env starts a new episode. N-step returns need it,
+            since ``batch.terminations`` marks only true terminations.
     """
 
     batch: Batch
+    ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
 
@@ -79,7 +83,8 @@ class EnvRunner:
         act_buf = np.empty(act_shape, dtype=np.int64 if self.discrete else np.float32)
         rew_buf = np.empty((size,), dtype=np.float32)
         term_buf = np.empty((size,), dtype=np.float32)
-        fragment = Fragment(Batch(obs_buf, act_buf, rew_buf, next_buf, term_buf))
+        ends = np.zeros((size,), dtype=bool)
+        fragment = Fragment(Batch(obs_buf, act_buf, rew_buf, next_buf, term_buf), ends)
         for t in range(steps_per_env):
             actions = policy(self.obs)
             rows = slice(t * n, (t + 1) * n)
@@ -94,6 +99,7 @@ class EnvRunner:
                 self.episode_return[j] += float(reward)
                 self.episode_length[j] += 1
                 if terminated or truncated:
+                    ends[row] = True
                     fragment.episode_returns.append(float(self.episode_return[j]))
                     fragment.episode_lengths.append(int(self.episode_length[j]))
                     self.episode_return[j], self.episode_length[j] = 0.0, 0

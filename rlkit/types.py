@@ -49,6 +49,34 @@ class Batch(NamedTuple):
         return len(self.rewards)
 
 
+class NStepBatch(NamedTuple):
+    """A batch of ``B`` n-step transitions, as numpy arrays (Ape-X, notebook 04).
+
+    Transition ``i`` starts at ``obs[i]`` with ``actions[i]`` and covers ``k_i <= n`` steps: fewer
+    than ``n`` when the episode ended (terminated or truncated) inside the window.
+
+    Attributes:
+        obs: ``(B, obs_dim)`` float32, the first observation of the window.
+        actions: ``(B,)`` int64 or ``(B, act_dim)`` float32, the first action.
+        rewards: ``(B,)`` float32, the discounted sum ``sum_{j<k} gamma**j r_{t+j}``.
+        next_obs: ``(B, obs_dim)`` float32, the real observation after the window's last step
+            (for a truncation: the final observation the env returned, not a reset one).
+        terminations: ``(B,)`` float32, 1.0 if the window ended in a true termination.
+        discounts: ``(B,)`` float32, ``gamma ** k_i``: the factor of the bootstrap value, so the
+            target is ``rewards + discounts * (1 - terminations) * V(next_obs)``.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    terminations: np.ndarray
+    discounts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+
 class TensorBatch(NamedTuple):
     """A :class:`Batch` as torch tensors on one device (same fields, same shapes)."""
 
