@@ -1,4 +1,5 @@
-"""Small neural networks: an MLP builder, DQN's Q-network, SAC's actor and twin critics."""
+"""Small neural networks: an MLP builder, DQN's Q-network, SAC's actor and twin critics,
+DDPG's deterministic actor and critic."""
 
 from __future__ import annotations
 
@@ -158,3 +159,49 @@ class TwinQ(nn.Module):
         """``(B, obs_dim), (B, act_dim)`` -> ``(Q1 (B,), Q2 (B,))``."""
         x = torch.cat([obs, actions], dim=-1)
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
+
+
+class DeterministicActor(nn.Module):
+    """DDPG's policy ``mu(s) = bias + scale * tanh(f(s))``: one action per state, in the box.
+
+    Args:
+        obs_dim: Observation size.
+        act_dim: Action size.
+        hidden: Hidden layer widths.
+        action_low, action_high: The action box, ``(act_dim,)`` each.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
+                 action_low: np.ndarray, action_high: np.ndarray) -> None:
+        super().__init__()
+        self.trunk = mlp(obs_dim, act_dim, hidden)
+        low = torch.as_tensor(np.asarray(action_low, dtype=np.float32))
+        high = torch.as_tensor(np.asarray(action_high, dtype=np.float32))
+        self.register_buffer("scale", (high - low) / 2)
+        self.register_buffer("bias", (high + low) / 2)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``(B, obs_dim)`` -> ``(B, act_dim)`` actions, differentiable in the parameters."""
+        return self.bias + self.scale * torch.tanh(self.trunk(obs))
+
+    @torch.no_grad()
+    def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` without gradient (the name SAC's evaluation policy calls)."""
+        return self.forward(obs)
+
+
+class QCritic(nn.Module):
+    """One critic ``Q: (s, a) -> R`` (DDPG's; SAC uses :class:`TwinQ`).
+
+    Args:
+        obs_dim, act_dim: Sizes; the input is ``[obs, action]``.
+        hidden: Hidden layer widths.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.q = mlp(obs_dim + act_dim, 1, hidden)
+
+    def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``(B, obs_dim), (B, act_dim)`` -> ``(B,)`` Q-values."""
+        return self.q(torch.cat([obs, actions], dim=-1)).squeeze(-1)

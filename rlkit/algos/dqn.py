@@ -2,7 +2,8 @@
 
 The single-process trainer is :func:`rlkit.train.train_dqn`; the Ray one
 :func:`rlkit.distributed.driver.train_dqn_ray`. Both run :class:`DQNSpec` through a loop written
-once for every off-policy algorithm.
+once for every off-policy algorithm. The TD arithmetic (targets, loss, the TD errors Ape-X
+actors use as priorities) lives in :mod:`rlkit.algos.dqn_td` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from rlkit.algos.dqn_td import dqn_loss, dqn_q_and_targets
+from rlkit.algos.dqn_td import DQNPriorityModel, dqn_targets, dqn_td_errors  # noqa: F401
+from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
+                                        td_tensors)
 from rlkit.buffers import ReplayBuffer
-from rlkit.common import bootstrap_target
 from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
                                  require_replay_settings)
 from rlkit.envs import ActionKind, check_env_id, space_dims
 from rlkit.networks import QNetwork, load_numpy_weights, make_adam, module_weights
-from rlkit.types import Batch, BatchPolicy, Weights
+from rlkit.types import Batch, BatchPolicy, NStepBatch, Weights
 
 
 @dataclass(frozen=True)
@@ -91,34 +94,6 @@ def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> flo
     return start + (end - start) * step / decay_steps
 
 
-def dqn_targets(q: QNetwork, q_target: QNetwork, rewards: torch.Tensor,
-                next_obs: torch.Tensor, terminations: torch.Tensor, gamma: float,
-                double: bool) -> torch.Tensor:
-    """DQN targets for a batch, computed without gradient.
-
-    Plain DQN uses ``max_a Q_target(s', a)``. Double DQN picks the action with the online net
-    and evaluates it with the target net, ``Q_target(s', argmax_a Q(s', a))``, which reduces the
-    overestimation that taking a max over noisy estimates causes.
-
-    Args:
-        q, q_target: Online and target networks.
-        rewards: ``(B,)``; next_obs: ``(B, obs_dim)``; terminations: ``(B,)``.
-        gamma: Discount.
-        double: Use the Double-DQN action selection.
-
-    Returns:
-        ``(B,)`` targets.
-    """
-    with torch.no_grad():
-        next_q_target = q_target(next_obs)  # (B, n_actions)
-        if double:
-            best = q(next_obs).argmax(dim=1, keepdim=True)  # (B, 1)
-            next_values = next_q_target.gather(1, best).squeeze(1)
-        else:
-            next_values = next_q_target.max(dim=1).values
-        return bootstrap_target(rewards, terminations, next_values, gamma)
-
-
 class DQNLearner:
     """Holds the online and target Q-networks and the optimiser; one ``update`` per batch.
 
@@ -138,9 +113,17 @@ class DQNLearner:
         self.q_target.requires_grad_(False)
         self.optimizer = make_adam(self.q.parameters(), config.learning_rate)
         self.updates = 0
+        self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
-    def update(self, batch: Batch) -> dict[str, float]:
+    def update(self, batch: Batch | NStepBatch,
+               importance_weights: torch.Tensor | None = None) -> dict[str, float]:
         """One gradient step on ``batch``; syncs the target net every ``target_update_every``.
+
+        Args:
+            batch: ``B`` transitions: a one-step ``Batch`` bootstraps with ``config.gamma``, an
+                ``NStepBatch`` with its own ``discounts``.
+            importance_weights: ``(B,)`` prioritized replay's ``w_i`` (see
+                :meth:`update_prioritized`); ``None``: the plain mean loss.
 
         Returns:
             ``{"loss", "q_mean", "grad_norm"}`` as floats.
@@ -149,17 +132,10 @@ class DQNLearner:
             FloatingPointError: if the loss is not finite (the weights are left unchanged).
         """
         cfg = self.config
-        dev = self.device
-        obs = torch.as_tensor(batch.obs, device=dev)
-        actions = torch.as_tensor(batch.actions, device=dev).long()
-        rewards = torch.as_tensor(batch.rewards, device=dev)
-        next_obs = torch.as_tensor(batch.next_obs, device=dev)
-        terms = torch.as_tensor(batch.terminations, device=dev)
-
-        targets = dqn_targets(self.q, self.q_target, rewards, next_obs, terms, cfg.gamma,
-                              cfg.double_dqn)
-        q_taken = self.q(obs).gather(1, actions.unsqueeze(1)).squeeze(1)  # (B,)
-        loss = F.smooth_l1_loss(q_taken, targets) if cfg.huber else F.mse_loss(q_taken, targets)
+        tensors = td_tensors(batch, cfg.gamma, self.device)
+        q_taken, targets = dqn_q_and_targets(self.q, self.q_target, tensors, cfg.double_dqn)
+        self._td_errors = targets - q_taken.detach()  # (B,), before the step: new priorities
+        loss = dqn_loss(q_taken, targets, cfg.huber, importance_weights)
         loss_value = float(loss.item())
         if not math.isfinite(loss_value):
             raise FloatingPointError(
@@ -176,6 +152,23 @@ class DQNLearner:
         return {"loss": loss_value, "q_mean": float(q_taken.mean().item()),
                 "grad_norm": float(grad_norm.item())}
 
+    def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
+                           ) -> tuple[dict[str, float], np.ndarray]:
+        """:meth:`update` on the importance-weighted loss ``mean_i(w_i * loss_i)``.
+
+        Args:
+            batch: ``B`` transitions sampled with priorities (an ``NStepBatch`` in Ape-X).
+            importance_weights: ``(B,)`` the sampler's ``w_i``.
+
+        Returns:
+            ``(metrics, td_errors)``: :meth:`update`'s metrics and ``(B,)`` float32
+            ``|target - Q(s, a)|`` from the same forward pass, before the gradient step (the
+            transitions' new priorities; :func:`dqn_td_errors` gives the same numbers).
+        """
+        weights = importance_weights_tensor(importance_weights, len(batch), self.device)
+        metrics = self.update(batch, weights)
+        return metrics, self._td_errors.abs().cpu().numpy()
+
     @torch.no_grad()
     def sync_target(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` (a plain copy when ``tau == 1``)."""
@@ -189,6 +182,11 @@ class DQNLearner:
     def get_weights(self) -> Weights:
         """The online network's weights as numpy arrays (cheap to ship between processes)."""
         return module_weights(self.q)
+
+    def get_priority_weights(self) -> Weights:
+        """Online and target weights in one dict (keys ``q.*`` and ``q_target.*``): what an
+        Ape-X actor loads into its :class:`DQNPriorityModel`."""
+        return prefixed_weights({"q": self.q, "q_target": self.q_target})
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, optimiser and update count: everything needed to continue training."""

@@ -1,0 +1,243 @@
+"""DDPG (Lillicrap et al. 2016): config, losses, learner, actor-side priorities (Ape-X,
+notebook 04) and its algorithm spec. ``train_single_process(DDPGSpec(config))`` trains it in one
+process with uniform one-step replay; Ape-X calls :meth:`DDPGLearner.update_prioritized`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from rlkit.algos.ddpg_td import ddpg_actor_loss, ddpg_critic_loss, ddpg_networks
+from rlkit.algos.ddpg_td import DDPGPriorityModel, ddpg_td_errors  # noqa: F401 (re-exported)
+from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
+                                        td_tensors)
+from rlkit.algos.sac import deterministic_batch_policy
+from rlkit.buffers import TensorReplayBuffer
+from rlkit.common import polyak_update
+from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
+                                 require_replay_settings)
+from rlkit.envs import ActionKind, check_env_id, space_dims
+from rlkit.networks import DeterministicActor, QCritic, make_adam, module_weights
+from rlkit.types import BatchPolicy, Weights
+
+
+@dataclass(frozen=True)
+class DDPGConfig:
+    """Settings of a DDPG run. Invalid values raise ``ValueError`` naming the field and the fix.
+
+    The defaults solve Pendulum-v1 (deterministic evaluation mean >= -200 over 10 episodes)
+    within 20k env steps in one process.
+    """
+
+    env_id: str = "Pendulum-v1"
+    seed: int = 0
+    total_steps: int = 20_000  # env-step budget; training stops earlier once solved
+    buffer_size: int = 100_000
+    batch_size: int = 128
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005  # Polyak step of both target networks after every update
+    learning_starts: int = 1_000  # uniform-random steps for the whole system, before updates
+    train_every: int = 1  # env steps per gradient update (update-to-data ratio 1)
+    noise_sigma: float = 0.1  # exploration noise std, as a fraction of the action half-range
+    hidden: tuple[int, ...] = (256, 256)  # of the actor and of the critic
+    eval_every: int = 1_000
+    eval_episodes: int = 10
+    target_return: float | None = -200.0  # stop once a deterministic eval reaches it
+    torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_env_id(self.env_id)
+        require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
+                            "eval_every", "eval_episodes", "torch_threads"), 1)
+        require_ints(self, ("seed", "learning_starts"), 0)
+        require_positive_finite(self, ("actor_lr", "critic_lr"), "1e-3")
+        require_replay_settings(self)
+        if not 0 < self.tau <= 1:
+            fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
+        sigma = self.noise_sigma
+        if isinstance(sigma, bool) or not (isinstance(sigma, (int, float)) and 0 <= sigma < 10):
+            fail("noise_sigma", self.noise_sigma, "must be a number in [0, 10)",
+                 "use e.g. noise_sigma=0.1 (a tenth of the action half-range)")
+        require_hidden(self)
+
+
+class DDPGLearner:
+    """Actor and critic, each with a Polyak-averaged target network, and their optimisers.
+
+    Args:
+        obs_dim, act_dim: Sizes.
+        action_low, action_high: The action box, ``(act_dim,)`` each.
+        config: The run's :class:`DDPGConfig`.
+        device: Where the networks and updates live.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, action_low: np.ndarray,
+                 action_high: np.ndarray, config: DDPGConfig,
+                 device: str | torch.device = "cpu") -> None:
+        self.config = config
+        self.device = torch.device(device)
+        self.actor = DeterministicActor(obs_dim, act_dim, config.hidden, action_low,
+                                        action_high).to(self.device)
+        self.critic = QCritic(obs_dim, act_dim, config.hidden).to(self.device)
+        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr)
+        self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
+        self.updates = 0
+        self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
+
+    def update(self, batch: AnyBatch, importance_weights: torch.Tensor | None = None
+               ) -> dict[str, torch.Tensor]:
+        """One critic step, one actor step, then Polyak steps of both targets.
+
+        Args:
+            batch: ``B`` transitions (numpy or tensors): a one-step batch bootstraps with
+                ``config.gamma``, an ``NStepBatch`` with its ``discounts``.
+            importance_weights: ``(B,)`` weights of the critic loss (see
+                :meth:`update_prioritized`); ``None``: the plain mean.
+
+        Returns:
+            Detached scalar tensors ``critic_loss``, ``actor_loss``, ``q_mean``, left on the
+            device (reading one makes the host wait for a GPU).
+        """
+        tensors = td_tensors(batch, self.config.gamma, self.device)
+        critic_loss, self._td_errors = ddpg_critic_loss(
+            self.critic, self.actor_target, self.critic_target, tensors, importance_weights)
+        self.critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        self.critic.requires_grad_(False)  # the actor's loss trains the actor only
+        actor_loss = ddpg_actor_loss(self.actor, self.critic, tensors.obs)
+        self.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_opt.step()
+        self.critic.requires_grad_(True)
+
+        polyak_update(self.critic_target, self.critic, self.config.tau)
+        polyak_update(self.actor_target, self.actor, self.config.tau)
+        self.updates += 1
+        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
+                "q_mean": -actor_loss.detach()}
+
+    def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
+                           ) -> tuple[dict[str, float], np.ndarray]:
+        """:meth:`update` with the critic loss ``mean_i(w_i * delta_i ** 2)``.
+
+        Args:
+            batch: ``B`` transitions sampled with priorities (an ``NStepBatch`` in Ape-X).
+            importance_weights: ``(B,)`` the sampler's ``w_i``.
+
+        Returns:
+            ``(metrics as floats, td_errors)``: ``(B,)`` float32 ``|delta_i|`` from the critic
+            step's forward pass, before any gradient step (the new priorities).
+        """
+        weights = importance_weights_tensor(importance_weights, len(batch), self.device)
+        metrics = self.update(batch, weights)
+        return ({k: float(v) for k, v in metrics.items()},
+                self._td_errors.abs().cpu().numpy())
+
+    def get_weights(self) -> Weights:
+        """The actor's weights (all a rollout worker needs) as numpy arrays."""
+        return module_weights(self.actor)
+
+    def get_priority_weights(self) -> Weights:
+        """All four networks in one dict (keys ``actor.*``, ``actor_target.*``, ``critic.*``,
+        ``critic_target.*``): what an Ape-X actor loads into its :class:`DDPGPriorityModel`."""
+        return prefixed_weights(ddpg_networks(self))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Networks, optimisers and update count: everything needed to continue training."""
+        return {**{name: net.state_dict() for name, net in ddpg_networks(self).items()},
+                "actor_opt": self.actor_opt.state_dict(),
+                "critic_opt": self.critic_opt.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
+        for name, net in ddpg_networks(self).items():
+            net.load_state_dict(state[name])
+        self.actor_opt.load_state_dict(state["actor_opt"])
+        self.critic_opt.load_state_dict(state["critic_opt"])
+        self.updates = int(state["updates"])
+
+
+def gaussian_exploration_policy(actor: DeterministicActor, rng: np.random.Generator,
+                                low: np.ndarray, high: np.ndarray, noise_std: np.ndarray | float,
+                                random_prob: Callable[[], float]) -> BatchPolicy:
+    """Batched behaviour policy ``clip(mu(s) + N(0, noise_std**2), low, high)``; with
+    probability ``random_prob()`` (1 during the warm-up, 0 after) uniform-random actions
+    instead. ``(N, obs_dim)`` -> ``(N, act_dim)`` float32. ``noise_std`` is a float,
+    ``(act_dim,)``, or ``(N, act_dim)`` (one scale per env: an Ape-X noise ladder)."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        if rng.random() < random_prob():
+            return rng.uniform(low, high, size=(len(obs), len(low))).astype(np.float32)
+        with torch.inference_mode():
+            actions = actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+        noisy = actions + noise_std * rng.standard_normal(actions.shape)
+        return np.clip(noisy, low, high).astype(np.float32)
+
+    return act
+
+
+class DDPGSpec:
+    """DDPG as an :class:`rlkit.types.OffPolicyAlgorithm`: behaviour is the actor plus Gaussian
+    noise (uniform-random during the warm-up), evaluation the actor alone; the buffer lives on
+    the learner's device, as SAC's."""
+
+    name = "DDPG"
+    action_kind: ActionKind = "continuous"
+
+    def __init__(self, config: DDPGConfig) -> None:
+        self.config = config
+
+    def random_action_prob(self, env_steps: int) -> float:
+        """1 during the system-wide warm-up (``learning_starts`` env steps), then 0."""
+        return 1.0 if env_steps < self.config.learning_starts else 0.0
+
+    def noise_std(self, env: gym.Env) -> np.ndarray:
+        """``(act_dim,)`` exploration noise std: ``noise_sigma * (high - low) / 2``."""
+        space = env.action_space
+        return (self.config.noise_sigma * (space.high - space.low) / 2).astype(np.float32)
+
+    def make_policy_network(self, env: gym.Env) -> nn.Module:
+        obs_dim, act_dim = space_dims(env)
+        space = env.action_space
+        return DeterministicActor(obs_dim, act_dim, self.config.hidden, space.low, space.high)
+
+    def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
+                           random_action_prob: Callable[[], float]) -> BatchPolicy:
+        space = env.action_space
+        return gaussian_exploration_policy(net, rng, space.low, space.high, self.noise_std(env),
+                                           random_action_prob)
+
+    def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
+        return deterministic_batch_policy(net)
+
+    @staticmethod
+    def policy_network_of(learner: DDPGLearner) -> nn.Module:
+        """The learner's network that acts (a single process acts with it directly)."""
+        return learner.actor
+
+    def make_learner(self, env: gym.Env, device: torch.device) -> DDPGLearner:
+        space = env.action_space
+        return DDPGLearner(*space_dims(env), space.low, space.high, self.config, device)
+
+    def make_buffer(self, env: gym.Env, device: torch.device) -> TensorReplayBuffer:
+        obs_dim, act_dim = space_dims(env)
+        return TensorReplayBuffer(self.config.buffer_size, obs_dim, act_dim, device,
+                                  seed=self.config.seed + 1)
+
+    @staticmethod
+    def loss_of(metrics: dict[str, Any]) -> Any:
+        return metrics["critic_loss"]

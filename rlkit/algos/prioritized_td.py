@@ -1,0 +1,126 @@
+"""What DQN and DDPG share for prioritized (Ape-X) updates.
+
+* :func:`td_tensors`: a :class:`~rlkit.types.Batch`, :class:`~rlkit.types.TensorBatch` or
+  :class:`~rlkit.types.NStepBatch` as tensors, with the factor of the bootstrap value: the
+  config's ``gamma`` for a one-step batch, the per-transition ``gamma ** k`` of an n-step one.
+* :func:`importance_weights_tensor` and :func:`weighted_mean`: the importance-weighted loss
+  ``mean_i(w_i * loss_i)`` of prioritized replay.
+* :func:`prefixed_weights` / :func:`load_prefixed_weights`: several networks (online and target)
+  in one flat :data:`~rlkit.types.Weights` dict, keys ``"<network>.<parameter>"``, which is how a
+  learner ships what an Ape-X actor needs to compute the priorities of its own transitions.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlkit.networks import load_numpy_weights, module_weights
+from rlkit.types import Batch, NStepBatch, TensorBatch, Weights
+
+#: Every batch type a prioritized learner accepts.
+AnyBatch = Batch | TensorBatch | NStepBatch
+
+
+class TDTensors(NamedTuple):
+    """A batch of ``B`` transitions as tensors on one device, ready for a TD target.
+
+    Attributes:
+        obs: ``(B, obs_dim)`` float32.
+        actions: ``(B,)`` int64 (discrete) or ``(B, act_dim)`` float32, dtype as given.
+        rewards: ``(B,)`` float32 (for n-step: the discounted sum of the window's rewards).
+        next_obs: ``(B, obs_dim)`` float32.
+        terminations: ``(B,)`` float32.
+        discounts: the bootstrap factor: the float ``gamma`` (one-step batch) or ``(B,)``
+            float32 ``gamma ** k_i`` (n-step batch).
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    next_obs: torch.Tensor
+    terminations: torch.Tensor
+    discounts: torch.Tensor | float
+
+
+def td_tensors(batch: AnyBatch, gamma: float | None, device: torch.device) -> TDTensors:
+    """``batch`` as :class:`TDTensors` on ``device``.
+
+    Float fields become float32 (a float32 array or a tensor already on ``device`` is not
+    copied); actions keep their dtype. A batch with a ``discounts`` field (``NStepBatch``) uses
+    it; any other batch bootstraps with the plain ``gamma``.
+
+    Raises:
+        ValueError: if the batch has no ``discounts`` and ``gamma`` is ``None``.
+    """
+
+    def floats(values: np.ndarray | torch.Tensor) -> torch.Tensor:
+        return torch.as_tensor(values, dtype=torch.float32, device=device)
+
+    discounts = getattr(batch, "discounts", None)
+    if discounts is None and gamma is None:
+        raise ValueError(f"a {type(batch).__name__} has no discounts and no gamma was given. "
+                         "Fix: pass an NStepBatch (its discounts are gamma ** k per transition).")
+    return TDTensors(floats(batch.obs), torch.as_tensor(batch.actions, device=device),
+                     floats(batch.rewards), floats(batch.next_obs), floats(batch.terminations),
+                     gamma if discounts is None else floats(discounts))
+
+
+def importance_weights_tensor(importance_weights: np.ndarray | torch.Tensor, batch_size: int,
+                              device: torch.device) -> torch.Tensor:
+    """Check and convert prioritized replay's importance-sampling weights.
+
+    Args:
+        importance_weights: ``(B,)`` finite, non-negative weights ``w_i``.
+        batch_size: ``B``, the batch they weight.
+        device: Where the loss is computed.
+
+    Returns:
+        ``(B,)`` float32 tensor.
+
+    Raises:
+        ValueError: if the shape is not ``(B,)`` or a weight is negative or not finite.
+    """
+    weights = torch.as_tensor(importance_weights, dtype=torch.float32, device=device)
+    if weights.shape != (batch_size,):
+        raise ValueError(
+            f"importance_weights has shape {tuple(weights.shape)}, the batch has {batch_size} "
+            f"transitions. Fix: pass one weight per transition, shape ({batch_size},).")
+    if not bool(torch.isfinite(weights).all()) or bool((weights < 0).any()):
+        raise ValueError("importance_weights must be finite and >= 0. Fix: compute them as "
+                         "(N * P(i)) ** -beta / max_j w_j from the sampling probabilities.")
+    return weights
+
+
+def weighted_mean(per_sample: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """``mean_i(w_i * loss_i)`` over ``(B,)`` per-sample losses; the plain mean when
+    ``weights`` is ``None``."""
+    return per_sample.mean() if weights is None else (weights * per_sample).mean()
+
+
+def prefixed_weights(modules: dict[str, nn.Module]) -> Weights:
+    """Several networks' weights in one flat dict: ``{"<name>.<parameter>": numpy array}``.
+
+    Args:
+        modules: e.g. ``{"q": online, "q_target": target}``.
+    """
+    return {f"{name}.{key}": value for name, module in modules.items()
+            for key, value in module_weights(module).items()}
+
+
+def load_prefixed_weights(modules: dict[str, nn.Module], weights: Weights) -> None:
+    """Load :func:`prefixed_weights`' output into networks of the same names and shapes.
+
+    Raises:
+        KeyError: naming a network that has no weights in ``weights``.
+    """
+    for name, module in modules.items():
+        prefix = f"{name}."
+        own = {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
+        if not own:
+            raise KeyError(f"no weights for network {name!r} (expected keys {prefix}*). Fix: "
+                           f"pass the learner's get_priority_weights(), not get_weights().")
+        load_numpy_weights(module, own)
