@@ -72,6 +72,17 @@ def render(results: Path, timing: dict) -> str:
             f"{_fmt_time(runtimes.get('03_sac_gpu_ray.ipynb'))} | Pendulum eval "
             f"{nb03['eval_return']:.0f} (>= -200) at {nb03['solved_at_env_steps']:,} env steps, "
             f"{nb03['solved_at_seconds']:.0f} s, learner on {nb03['device']} |")
+    nb04 = _load(results / "04_apex.json")
+    if nb04:
+        lines.append(
+            "| [04 · Ape-X, distributed prioritized replay](notebooks/04_apex_prioritized_replay.ipynb)"
+            " | sum tree, importance weights, n-step returns, exploration ladder, actor-side "
+            "priorities, sharded replay; DQN and DDPG | "
+            f"{_fmt_time(runtimes.get('04_apex_prioritized_replay.ipynb'))} | CartPole eval "
+            f"{nb04['dqn_eval_return']:.0f} at {nb04['dqn_env_steps']:,} env steps, "
+            f"{nb04['dqn_wall_seconds']:.0f} s; Pendulum eval {nb04['ddpg_eval_return']:.0f} at "
+            f"{nb04['ddpg_env_steps']:,} env steps, {nb04['ddpg_wall_seconds']:.0f} s; "
+            f"{nb04['num_workers']} workers, {nb04['replay_shards']} shards |")
     nb05 = _load(results / "05_a3c.json")
     if nb05:
         lines.append(
@@ -152,6 +163,21 @@ def render(results: Path, timing: dict) -> str:
                 f"{rollout['naive_per_step_calls'] / rollout['single_process_env_plus_policy']:.2f} |"]
         out += [f"| batched, {k} worker(s) | {v:,.0f} | {rollout['efficiency'][k]:.2f} |"
                 for k, v in rollout["batched"].items()] + [""]
+    apex = _load(bench / "apex.json")
+    if apex:
+        r = apex["summary"]
+        out += ["**Ape-X, 3 seeds** (`python -m benchmarks.apex`; seconds after set-up, "
+                "evaluations included):", "",
+                "| run | solved | median env steps (range) | median seconds (range) |",
+                "| --- | --- | --- | --- |"]
+        for name, label in (("dqn", "Ape-X DQN, CartPole-v1"), ("ddpg", "Ape-X DDPG, Pendulum-v1")):
+            s, steps, secs = r[name], r[name]["range_steps_to_solve"], r[name]["range_seconds_to_solve"]
+            out.append(f"| {label} | {s['solved']}/{s['seeds']} | {s['median_steps_to_solve']:,.0f} "
+                       f"({steps[0]:,}-{steps[1]:,}) | {s['median_seconds_to_solve']:.1f} "
+                       f"({secs[0]:.1f}-{secs[1]:.1f}) |")
+        out += ["", f"Sum tree, `sample(256)` + `update(256)` on 131,072 slots: "
+                f"{r['sumtree_batches_per_second']:,.0f} batches/s (a binary tree, same code: "
+                f"{r['binary_tree_batches_per_second']:,.0f}).", ""]
     a3c, impala = _load(bench / "a3c.json"), _load(bench / "impala.json")
     if a3c or impala:
         out += ["**Time to solve CartPole, policy-gradient methods, 3 seeds** (`python -m "

@@ -27,11 +27,12 @@ def main() -> None:
                  ["benchmarks.weight_sync", "--repeats", "50"],
                  ["benchmarks.time_to_solve", "--algos", "sac", "--seeds", "0"],
                  ["benchmarks.a3c", "--seeds", "0"],
-                 ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"]]
+                 ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"],
+                 ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
                  ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
-                 ["benchmarks.render_readme"]]
+                 ["benchmarks.apex"], ["benchmarks.render_readme"]]
     env = dict(os.environ)
     if args.quick:
         from benchmarks.common import QUICK_RESULTS

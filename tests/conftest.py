@@ -7,7 +7,7 @@ import pytest
 
 ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer",
                  "GradientWorker", "GradientServer", "ImpalaActor", "ImpalaLearner",
-                 "TrajectoryQueue")
+                 "TrajectoryQueue", "ReplayShard", "ApexWorker", "ApexLearner")
 
 
 def our_ray_processes() -> list[str]:

@@ -1,0 +1,181 @@
+"""Ape-X (Horgan et al. 2018): the settings of the distributed system, and DQN and DDPG as the
+algorithms it runs.
+
+Ape-X is not a new loss: it is DQN (or DDPG) fed by many actors through a sharded prioritized
+replay. So an :class:`ApexAlgorithm` is the algorithm's own config and learner
+(:mod:`rlkit.algos.dqn`, :mod:`rlkit.algos.ddpg`, unchanged) plus what the actors need: an
+exploration ladder (one rung per env, fixed for the run) and a priority model (a copy of the
+online and target networks that scores the actor's own transitions before they are sent).
+The roles that use them are in :mod:`rlkit.distributed.apex_roles`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlkit.algos.ddpg import (DDPGConfig, DDPGPriorityModel, DDPGSpec,
+                              gaussian_exploration_policy)
+from rlkit.algos.dqn import DQNConfig, DQNPriorityModel, DQNSpec
+from rlkit.config_checks import fail, require_ints
+from rlkit.envs import space_dims
+from rlkit.exploration import epsilon_ladder, noise_ladder
+from rlkit.prioritized_replay import check_alpha
+from rlkit.types import ActionKind, BatchPolicy
+
+if TYPE_CHECKING:
+    import gymnasium as gym
+
+
+@dataclass(frozen=True)
+class ApexConfig:
+    """The distributed system's settings (the algorithm's own are in its config).
+
+    On a 2-core machine the exploration ladder gets its rungs from env copies, not processes:
+    ``num_workers * envs_per_worker`` rungs (see :mod:`rlkit.exploration`).
+    """
+
+    num_workers: int = 2
+    envs_per_worker: int = 4
+    num_shards: int = 2
+    n_step: int = 3
+    alpha: float = 0.6  # prioritisation exponent
+    beta_start: float = 0.4  # importance-sampling exponent, annealed to 1 over the budget
+    fragment_steps: int = 64  # env steps per collect call of one worker (all its envs)
+    publish_every: int = 16  # learner updates between weight versions for the actors
+    updates_per_call: int = 16  # most learner updates per remote call
+    eps_base: float = 0.4  # DQN ladder: eps_i = eps_base ** (1 + eps_spread * i / (N - 1))
+    eps_spread: float = 7.0
+    sigma_max: float = 0.5  # DDPG ladder: noise std as a fraction of the action half-range
+    sigma_min: float = 0.05
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        require_ints(self, ("num_workers", "envs_per_worker", "num_shards", "fragment_steps",
+                            "publish_every", "updates_per_call"), 1)
+        if not isinstance(self.n_step, int) or self.n_step < 1:
+            fail("n_step", self.n_step, "must be an int >= 1", "use n_step=3 (1 = one-step "
+                 "targets)")
+        check_alpha(self.alpha)
+        if not 0 <= self.beta_start <= 1:
+            fail("beta_start", self.beta_start, "must be in [0, 1]", "use beta_start=0.4")
+        if not 0 < self.eps_base < 1:
+            fail("eps_base", self.eps_base, "must be in (0, 1)", "use eps_base=0.4")
+        if not 0 < self.sigma_min <= self.sigma_max:
+            fail("sigma_min", self.sigma_min, f"must be in (0, sigma_max={self.sigma_max}]",
+                 "use sigma_max=0.5, sigma_min=0.05")
+        if self.fragment_steps % self.envs_per_worker:
+            fail("fragment_steps", self.fragment_steps,
+                 f"is not a multiple of envs_per_worker={self.envs_per_worker}",
+                 f"use {self.envs_per_worker * max(1, self.fragment_steps // self.envs_per_worker)}")
+        if self.num_shards > self.num_workers:
+            fail("num_shards", self.num_shards, f"exceeds num_workers={self.num_workers}",
+                 "each worker writes to one shard: use num_shards <= num_workers")
+
+    @property
+    def num_actors(self) -> int:
+        """Rungs of the exploration ladder: every env of every worker."""
+        return self.num_workers * self.envs_per_worker
+
+
+class PriorityModel(Protocol):
+    def load(self, weights: Any) -> None: ...
+
+    def td_errors(self, batch: Any) -> np.ndarray: ...
+
+
+class ApexAlgorithm(Protocol):
+    """What the Ape-X roles need of an algorithm."""
+
+    name: str
+    action_kind: ActionKind
+    config: Any  # the algorithm's config: a ReplayConfig with ``gamma`` and ``hidden``
+    apex: ApexConfig
+
+    def ladder(self, num_actors: int) -> np.ndarray: ...
+
+    def make_priority_model(self, env: gym.Env) -> PriorityModel: ...
+
+    def acting_network(self, model: PriorityModel) -> nn.Module: ...
+
+    def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
+                           rungs: np.ndarray) -> BatchPolicy: ...
+
+    def make_policy_network(self, env: gym.Env) -> nn.Module: ...
+
+    def evaluation_policy(self, net: nn.Module) -> BatchPolicy: ...
+
+    def make_learner(self, env: gym.Env, device: torch.device) -> Any: ...
+
+    def loss_of(self, metrics: dict[str, Any]) -> Any: ...
+
+    def replay_action_dim(self, env: gym.Env) -> int | None: ...
+
+
+class ApexDQN(DQNSpec):
+    """DQN under Ape-X: each env acts epsilon-greedily at its own fixed epsilon."""
+
+    name = "Ape-X DQN"
+
+    def __init__(self, config: DQNConfig, apex: ApexConfig = ApexConfig()) -> None:
+        super().__init__(config)
+        self.apex = apex
+
+    def ladder(self, num_actors: int) -> np.ndarray:
+        return epsilon_ladder(num_actors, self.apex.eps_base, self.apex.eps_spread)
+
+    def make_priority_model(self, env: gym.Env) -> DQNPriorityModel:
+        return DQNPriorityModel(*space_dims(env), self.config)
+
+    @staticmethod
+    def acting_network(model: DQNPriorityModel) -> nn.Module:
+        return model.q
+
+    def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
+                           rungs: np.ndarray | Callable[[], float]) -> BatchPolicy:
+        """Epsilon-greedy with ``rungs`` ``(N,)``: env ``j`` explores with ``rungs[j]``."""
+        epsilons = rungs if callable(rungs) else (lambda: rungs)
+        return super().exploration_policy(net, env, rng, epsilons)
+
+    @staticmethod
+    def replay_action_dim(env: gym.Env) -> int | None:
+        return None
+
+
+class ApexDDPG(DDPGSpec):
+    """DDPG under Ape-X: each env adds Gaussian noise of its own fixed scale."""
+
+    name = "Ape-X DDPG"
+
+    def __init__(self, config: DDPGConfig, apex: ApexConfig = ApexConfig()) -> None:
+        super().__init__(config)
+        self.apex = apex
+
+    def ladder(self, num_actors: int) -> np.ndarray:
+        return noise_ladder(num_actors, self.apex.sigma_max, self.apex.sigma_min)
+
+    def make_priority_model(self, env: gym.Env) -> DDPGPriorityModel:
+        space = env.action_space
+        return DDPGPriorityModel(*space_dims(env), space.low, space.high, self.config)
+
+    @staticmethod
+    def acting_network(model: DDPGPriorityModel) -> nn.Module:
+        return model.actor
+
+    def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
+                           rungs: np.ndarray | Callable[[], float]) -> BatchPolicy:
+        """Gaussian noise with std ``rungs[j] * (high - low) / 2`` for env ``j``."""
+        if callable(rungs):  # the single-process interface: one noise scale, with warm-up
+            return super().exploration_policy(net, env, rng, rungs)
+        space = env.action_space
+        std = np.asarray(rungs, dtype=np.float32)[:, None] * (space.high - space.low) / 2
+        return gaussian_exploration_policy(net, rng, space.low, space.high, std, lambda: 0.0)
+
+    @staticmethod
+    def replay_action_dim(env: gym.Env) -> int:
+        return space_dims(env)[1]

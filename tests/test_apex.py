@@ -1,0 +1,114 @@
+"""Ape-X: its config, its roles in one process (no Ray), and short runs under a local cluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import wait_until_no_actors
+from rlkit.algos.apex import ApexConfig, ApexDDPG, ApexDQN
+from rlkit.algos.ddpg import DDPGConfig
+from rlkit.algos.dqn import DQNConfig, dqn_td_errors
+from rlkit.common import updates_due
+from rlkit.distributed.apex_roles import ApexLearner, ApexWorker, LocalShards, ReplayShard
+from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
+
+SMALL_DQN = DQNConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600,
+                      eval_every=300, eval_episodes=2, buffer_size=2_000)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("n_step", 0, "n_step=0 must be an int >= 1"),
+    ("alpha", 1.5, r"alpha=1.5 must be in \[0, 1\]"),
+    ("num_shards", 3, "num_shards=3 exceeds num_workers=2"),
+    ("fragment_steps", 30, "fragment_steps=30 is not a multiple of envs_per_worker=4"),
+    ("beta_start", -0.1, "beta_start=-0.1 must be in"),
+])
+def test_bad_apex_settings_name_the_field_and_the_fix(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        ApexConfig(**{field: value})
+
+
+def local_system(algo):
+    """A parameter server, shards, a learner and one worker per index, all in this process."""
+    apex = algo.apex
+    shards = LocalShards([ReplayShard(1_000, 4, None, apex.alpha, seed=k)
+                          for k in range(apex.num_shards)])
+    channel = LocalChannel(ParameterServer())
+    learner = ApexLearner(algo, channel, shards)
+    learner.publish()
+    workers = [ApexWorker(algo, i, channel, shards) for i in range(apex.num_workers)]
+    return shards, learner, workers
+
+
+def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_priorities():
+    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2,
+                                         fragment_steps=40, n_step=3))
+    shards, learner, workers = local_system(algo)
+    for _ in range(3):
+        for w in workers:
+            report = w.collect(40)
+            assert report["env_steps"] == 40 and report["version"] == 1
+    # each worker wrote only to its own shard, n-step windows still open are held back
+    sizes = [len(s.replay) for s in shards.shards]
+    assert all(100 <= n <= 120 for n in sizes), sizes
+    # the stored priorities are the worker's |TD errors| under the learner's current weights
+    replay = shards.shards[0].replay
+    stored = replay.tree[np.arange(len(replay))]
+    batch = type(replay.storage)(*(f[:len(replay)] for f in replay.storage))
+    expected = dqn_td_errors(learner.learner.q, learner.learner.q_target, batch, True)
+    np.testing.assert_allclose(stored, (expected + replay.eps) ** replay.alpha, rtol=1e-5)
+    before = shards.stats()
+    report = learner.train(8, progress=0.5)
+    assert report["updates"] == 8 and np.isfinite(report["loss"]) and report["beta"] == 0.7
+    after = shards.stats()
+    assert [a[0] for a in after] != [b[0] for b in before]  # new priorities came back
+
+
+def test_the_ladder_is_dealt_across_workers():
+    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, envs_per_worker=4, fragment_steps=40))
+    _, _, workers = local_system(algo)
+    ladder = 0.4 ** (1 + 7 * np.arange(8) / 7)
+    np.testing.assert_allclose(workers[0].rungs, ladder[0::2])
+    np.testing.assert_allclose(workers[1].rungs, ladder[1::2])
+
+
+def test_apex_ddpg_roles_in_one_process():
+    cfg = DDPGConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600)
+    algo = ApexDDPG(cfg, ApexConfig(num_workers=1, num_shards=1, envs_per_worker=2,
+                                    fragment_steps=40))
+    shards = LocalShards([ReplayShard(1_000, 3, 1, 0.6, seed=0)])
+    channel = LocalChannel(ParameterServer())
+    learner = ApexLearner(algo, channel, shards)
+    learner.publish()
+    worker = ApexWorker(algo, 0, channel, shards)
+    for _ in range(3):
+        worker.collect(40)
+    report = learner.train(4, progress=0.0)
+    assert report["updates"] == 4 and np.isfinite(report["loss"])
+    np.testing.assert_allclose(worker.rungs, [0.5, 0.05])
+
+
+def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster):
+    from rlkit.distributed.apex import train_apex_ray
+
+    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2,
+                                         fragment_steps=40, updates_per_call=8))
+    result = train_apex_ray(algo, kill_worker_at=200)
+    assert result.env_steps >= 600 and result.updates > 0
+    assert len(result.shard_sizes) == 2 and min(result.shard_sizes) > 0
+    assert result.restarts == 1 and "worker 0 failed" in result.history.events[0]
+    assert result.history.eval_steps and result.priority_histograms
+    # the rate limiter held: never more updates than the env steps allow
+    assert result.updates <= updates_due(result.env_steps, SMALL_DQN.learning_starts,
+                                         SMALL_DQN.train_every)
+    assert wait_until_no_actors() == []
+
+
+def test_more_shards_than_cpus_fails_before_any_actor_starts(ray_cluster):
+    from rlkit.distributed.apex import train_apex_ray
+
+    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=3, num_shards=3, envs_per_worker=1,
+                                         fragment_steps=10))
+    with pytest.raises(ValueError, match="num_shards=3 is more than the cluster's 2 CPUs"):
+        train_apex_ray(algo)
