@@ -77,12 +77,13 @@ def importance_weights(priorities: np.ndarray, min_priority: float, beta: float)
     Returns:
         ``(B,)`` float32 weights in ``(0, 1]``.
     """
-    return (np.asarray(priorities) / min_priority) ** -beta
+    return ((np.asarray(priorities) / min_priority) ** -beta).astype(np.float32)
 
 
 def beta_at(progress: float, beta_start: float = 0.4, beta_end: float = 1.0) -> float:
     """``beta`` annealed linearly from ``beta_start`` to ``beta_end`` over ``progress`` in
-    ``[0, 1]`` (the fraction of the run done)."""
+    ``[0, 1]`` (the fraction of the run done: Ape-X passes env steps / ``total_steps``, so the
+    schedule scales with the budget, and a run that solves early stops before ``beta`` = 1)."""
     return beta_start + (beta_end - beta_start) * min(max(progress, 0.0), 1.0)
 
 
@@ -168,7 +169,7 @@ class PrioritizedReplay:
         priorities = self.tree[slots]
         batch = NStepBatch(*(store[slots] for store in self.storage))
         ids = self.id_of(slots)
-        weights = importance_weights(priorities, self.tree.min, beta).astype(np.float32)
+        weights = importance_weights(priorities, self.tree.min, beta)
         return PrioritizedSample(batch, ids, priorities, weights)
 
     def id_of(self, slots: np.ndarray) -> np.ndarray:

@@ -8,8 +8,10 @@ import pytest
 from conftest import wait_until_no_actors
 from rlkit.algos.apex import ApexConfig, ApexDDPG, ApexDQN
 from rlkit.algos.ddpg import DDPGConfig
-from rlkit.algos.dqn import DQNConfig, dqn_td_errors
-from rlkit.common import updates_due
+from rlkit.algos.dqn import DQNConfig, dqn_td_errors, greedy_batch_policy
+from rlkit.common import eval_seed, updates_due
+from rlkit.evaluation import evaluate_policy
+from rlkit.networks import QNetwork, load_numpy_weights
 from rlkit.distributed.apex_roles import ApexLearner, ApexWorker, LocalShards, ReplayShard
 from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
 
@@ -99,6 +101,13 @@ def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster
     assert len(result.shard_sizes) == 2 and min(result.shard_sizes) > 0
     assert result.restarts == 1 and "worker 0 failed" in result.history.events[0]
     assert result.history.eval_steps and result.priority_histograms
+    # the run ends with an evaluation of exactly the weights it returns
+    q = QNetwork(4, 2, SMALL_DQN.hidden)
+    load_numpy_weights(q, result.weights)
+    last = len(result.history.eval_steps) - 1
+    again = evaluate_policy(greedy_batch_policy(q), "CartPole-v1", SMALL_DQN.eval_episodes,
+                            eval_seed(SMALL_DQN.seed, last, SMALL_DQN.eval_episodes))
+    assert result.eval_return == pytest.approx(again.mean())
     # the rate limiter held: never more updates than the env steps allow
     assert result.updates <= updates_due(result.env_steps, SMALL_DQN.learning_starts,
                                          SMALL_DQN.train_every)
@@ -112,3 +121,4 @@ def test_more_shards_than_cpus_fails_before_any_actor_starts(ray_cluster):
                                          fragment_steps=10))
     with pytest.raises(ValueError, match="num_shards=3 is more than the cluster's 2 CPUs"):
         train_apex_ray(algo)
+

@@ -46,7 +46,8 @@ class DDPGConfig:
     critic_lr: float = 1e-3
     gamma: float = 0.99
     tau: float = 0.005  # Polyak step of both target networks after every update
-    learning_starts: int = 1_000  # uniform-random steps for the whole system, before updates
+    learning_starts: int = 1_000  # env steps before updates; uniform-random actions meanwhile
+    # in one process and in train_ray (Ape-X acts with its noise ladder from the first step)
     train_every: int = 1  # env steps per gradient update (update-to-data ratio 1)
     noise_sigma: float = 0.1  # exploration noise std, as a fraction of the action half-range
     hidden: tuple[int, ...] = (256, 256)  # of the actor and of the critic

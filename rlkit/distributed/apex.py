@@ -6,7 +6,8 @@ learner is idle and updates are owed (the same rate limiter as notebook 02: ``up
 the env steps), it asks the learner for up to ``updates_per_call`` of them. A worker whose next
 fragment would run more than two learner calls ahead of the learner waits ("parked"), so the
 update-to-data ratio holds on any machine. Every ``eval_every`` env steps the evaluator scores
-the weights of the latest learner report. Asynchronous runs are not bit-reproducible.
+the weights of the latest learner report; a run that ends unsolved ends with one more evaluation,
+of its last weights. Asynchronous runs are not bit-reproducible.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class ApexResult:
     updates: int
     startup_seconds: float
     restarts: int
-    weights: Weights  # the online network of the last learner report
+    weights: Weights  # the online network that solved; unsolved: of the last learner report
     priority_histograms: list[tuple[int, np.ndarray]] = field(default_factory=list)
     shard_sizes: list[int] = field(default_factory=list)
     parked_seconds: float = 0.0  # worker time spent waiting for the learner (rate limiter)
@@ -150,11 +151,32 @@ class ApexRun:
                 self.on_evaluation(ref)
             self.schedule()
             self.bar.update(self.env_steps, eval=f"{self.eval_return:.0f}")
+        self.final_evaluation()
         self.wall = time.perf_counter() - self.start
         self.bar.close(self.solved)
         self.shard_sizes = [s[2] for s in self.sup.get(
             [self.sup[f"shard {k}"].stats.remote() for k in range(self.apex.num_shards)],
             "shards", "reading their sizes")]
+
+    def final_evaluation(self) -> None:
+        """Finish the evaluation in flight; if the budget ran out unsolved, evaluate the last
+        weights too, so every run ends with an evaluation of what it trained."""
+        if self.eval_ref is not None:
+            self.on_evaluation(self.eval_ref)
+        last = self.history.eval_steps[-1] if self.history.eval_steps else -1
+        if not self.solved and self.weights and last < self.weights_steps:
+            self.launch_evaluation()
+            self.on_evaluation(self.eval_ref)
+
+    def launch_evaluation(self) -> None:
+        """Evaluate the weights of the latest learner report, logged at the env steps they had
+        trained on; the priority histogram is taken at the same moment."""
+        cfg, evals = self.cfg, len(self.history.eval_steps)
+        self.eval_at = (self.weights_steps, time.perf_counter() - self.start)
+        self.evaluated_weights = self.weights
+        self.eval_ref = self.sup["evaluator"].evaluate.remote(
+            self.weights, cfg.eval_episodes, eval_seed(cfg.seed, evals, cfg.eval_episodes))
+        self.histograms.append((self.env_steps, self.priority_histogram()))
 
     def collect(self, i: int) -> Any:
         return self.sup[f"worker {i}"].collect.remote(self.apex.fragment_steps)
@@ -192,8 +214,8 @@ class ApexRun:
         self.history.log_eval(steps, seconds, mean, float(np.std(returns)))
         self.eval_return = mean
         self.solved = self.cfg.target_return is not None and mean >= self.cfg.target_return
-        if self.solved:
-            self.solved_at = (steps, seconds)
+        if self.solved:  # the result keeps the weights that solved, not later ones
+            self.solved_at, self.weights = (steps, seconds), self.evaluated_weights
 
     def schedule(self) -> None:
         """Ask the learner for owed updates, unpark workers it has caught up with, and start
@@ -214,11 +236,7 @@ class ApexRun:
         due = next_multiple(self.history.eval_steps[-1] if self.history.eval_steps else 0,
                             cfg.eval_every)
         if self.eval_ref is None and self.weights and self.weights_steps >= due:
-            evals = len(self.history.eval_steps)
-            self.eval_at = (self.weights_steps, time.perf_counter() - self.start)
-            self.eval_ref = self.sup["evaluator"].evaluate.remote(
-                self.weights, cfg.eval_episodes, eval_seed(cfg.seed, evals, cfg.eval_episodes))
-            self.histograms.append((self.env_steps, self.priority_histogram()))
+            self.launch_evaluation()
 
     def priority_histogram(self) -> np.ndarray:
         """Counts of all shards' stored priorities in :data:`PRIORITY_BINS`."""

@@ -263,7 +263,7 @@ class ApexLearner:
             parts = [(k, a[0][m]) for k, a in enumerate(answers) if a[0][m] is not None]
             batch = NStepBatch(*(np.concatenate(f) for f in zip(*(p.batch for _, p in parts))))
             prios = np.concatenate([p.priorities for _, p in parts])
-            weights = importance_weights(prios, float(self.mins.min()), beta).astype(np.float32)
+            weights = importance_weights(prios, float(self.mins.min()), beta)
             metrics, td = self.learner.update_prioritized(batch, weights)
             losses.append(float(self.algo.loss_of(metrics)))
             td_means.append(float(np.mean(td)))
