@@ -1,0 +1,378 @@
+"""The series works in JupyterLab itself, as a learner uses it: a real browser runs notebook 00.
+
+nbval runs the notebooks through a kernel only. Here a JupyterLab server (127.0.0.1, a free
+port, a random token, its config, runtime, data, settings and workspace dirs and IPYTHONDIR in a
+temporary folder, so the user's own settings are neither read nor touched) serves a *copy* of
+``notebooks/00_ray_core.ipynb`` in a temporary folder; the file in the repository is never
+opened by JupyterLab, so it cannot be saved with outputs. Headless Chromium (Debian's
+``chromium`` package, driven by Playwright; Playwright's own browser download is not used)
+opens it, waits until the kernel is connected and idle, clicks *Run > Run All Cells*, and waits
+until the notebook's kernel is idle again and every code cell has an execution count.
+
+Skipped, with the reason, where no Chromium binary is found or Playwright is not installed
+(``.ci/run`` installs Debian's chromium when it can).
+
+Everything started here is stopped here: the browser (Playwright's context manager), the
+JupyterLab server (SIGTERM, which also shuts its kernels down, then SIGKILL after 30 s), and
+every process that ever descended from the server (kernels, and the Ray cluster that the
+notebook's kernel starts): those still alive 15 s after the server exits are killed and
+reported as a leak.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "00_ray_core.ipynb"
+RUN_TIMEOUT_S = 300  # notebook 00 takes about a minute on 2 cores; generous for a loaded machine
+RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::")  # as in conftest.our_ray_processes
+
+
+def _chromium() -> str | None:
+    """Debian's chromium (``/usr/bin/chromium``) or a ``chromium`` on PATH; None if neither."""
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+CHROMIUM = _chromium()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ray,
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium binary (/usr/bin/chromium or "
+                       "`chromium` on PATH); on Debian/Ubuntu: apt-get install chromium"),
+]
+
+# JupyterLab settings for this server only (its settings dir is temporary): attach every cell
+# to the page (the default windowing mode may leave off-screen cells out of the DOM or unrendered,
+# and the checks below read the DOM), and do not ask about or fetch Jupyter news.
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
+}
+
+# One JavaScript snapshot of the open notebook, read from JupyterLab's notebook model (exposed by
+# --LabApp.expose_app_in_browser) and from the page. ``errors`` follows the docstring of
+# test_notebook_00_runs_in_jupyterlab.
+SNAPSHOT_JS = r"""() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.content.model) return null;
+  const cells = [];
+  for (let i = 0; i < panel.content.model.cells.length; i++) {
+    cells.push(panel.content.model.cells.get(i).toJSON());
+  }
+  const code = cells.filter(c => c.cell_type === "code");
+  const errors = [];
+  code.forEach((c, i) => (c.outputs || []).forEach(o => {
+    if (o.output_type === "error") {
+      errors.push(`code cell ${i + 1}: ${o.ename}: ${o.evalue}`);
+    }
+  }));
+  for (const el of panel.node.querySelectorAll(
+      '.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]')) {
+    if (el.textContent.includes("Traceback (most recent call last)")) {
+      errors.push("traceback on stderr: " + el.textContent.slice(0, 2000));
+    }
+  }
+  for (const el of panel.node.querySelectorAll('.jp-OutputArea-output[data-mime-type]')) {
+    const mime = el.dataset.mimeType;
+    if (mime.includes("error") || mime.includes("traceback")) errors.push("output of type " + mime);
+  }
+  const status = [...document.querySelectorAll("#jp-main-statusbar .jp-StatusBar-TextItem")]
+      .map(e => e.textContent.trim()).find(t => t.includes("(ipykernel) |")) || "";
+  const indicator = panel.node.querySelector(".jp-Notebook-ExecutionIndicator")
+      || document.querySelector(".jp-Notebook-ExecutionIndicator");
+  return {
+    codeCells: code.length,
+    counted: code.filter(c => Number.isInteger(c.execution_count)).length,
+    prompts: [...panel.node.querySelectorAll(".jp-CodeCell .jp-InputPrompt")]
+        .map(e => e.textContent.trim()),
+    images: [...panel.node.querySelectorAll(".jp-OutputArea-output img")]
+        .filter(img => img.complete && img.naturalWidth > 0).length,
+    indicator: indicator ? indicator.dataset.status : null,
+    kernelStatus: status.split("|").pop().trim(),
+    errors: errors,
+  };
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray_processes(procs: list[psutil.Process]) -> list[str]:
+    """Command lines of the Ray processes (raylet, GCS, ``ray::`` workers) among ``procs``."""
+    found = []
+    for proc in procs:
+        try:
+            text = " ".join(proc.cmdline()) + " " + proc.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        if any(name in text for name in RAY_PROCESS_NAMES):
+            found.append(f"{proc.pid}: {text[:100]}")
+    return found
+
+
+class Lab:
+    """A JupyterLab server of our own, with every process it ever had under it remembered."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port, self.token = _free_port(), secrets.token_urlsafe(24)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.descendants: dict[int, psutil.Process] = {}
+        env = dict(os.environ)
+        for var, name in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                          ("JUPYTER_DATA_DIR", "data"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+                          ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")]:
+            (root / "home" / name).mkdir(parents=True)
+            env[var] = str(root / "home" / name)
+        for rel, values in LAB_SETTINGS.items():
+            path = root / "home" / "settings" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        env.pop("RAY_ADDRESS", None)  # the notebook starts a local cluster of its own
+        (root / "notebooks").mkdir()
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+               "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+               f"--ServerApp.root_dir={root / 'notebooks'}",
+               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log_path = root / "jupyterlab.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def wait_until_up(self, timeout: float = 120.0) -> None:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n"
+                                   f"{self.log_tail()}")
+            try:
+                with opener.open(f"{self.url}/api/status?token={self.token}",
+                                 timeout=5) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def remember_descendants(self) -> list[psutil.Process]:
+        """The server's processes now (kernels, the Ray cluster a kernel started), remembered
+        so that teardown can check that each of them is gone, even one orphaned on the way."""
+        try:
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        for child in children:
+            self.descendants.setdefault(child.pid, child)
+        return children
+
+    def stop(self) -> list[str]:
+        """Stop the server and everything under it; return what had to be killed."""
+        self.remember_descendants()
+        self.proc.terminate()  # jupyter_server shuts its kernels down on SIGTERM
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        procs = list(self.descendants.values())
+        _, alive = psutil.wait_procs(procs, timeout=15)
+        leaked = []
+        for proc in alive:
+            try:
+                leaked.append(f"{proc.pid}: {' '.join(proc.cmdline())[:100]}")
+                proc.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=10)
+        return leaked
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A running JupyterLab server serving a temporary folder; stopped, with all its
+    processes, at the end."""
+    server = Lab(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        server.wait_until_up()
+        yield server
+    finally:
+        leaked = server.stop()
+    assert not leaked, f"processes left running after JupyterLab stopped (killed now): {leaked}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="Playwright is not installed (pip install -r "
+                                          "requirements.txt)")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _open(browser, lab: Lab, name: str):
+    """A page with notebook ``name`` open, its kernel connected and idle."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(120_000)
+    page.goto(f"{lab.url}/lab/tree/{name}?reset&token={lab.token}")  # reset: no other tab
+    # the status bar names the kernel and its state once the kernel is connected; running
+    # before that can lose the command (JupyterLab is still connecting the session)
+    page.wait_for_function(r"""() => [...document.querySelectorAll(
+        "#jp-main-statusbar .jp-StatusBar-TextItem")].some(
+        e => /\(ipykernel\) \| Idle/.test(e.textContent))""")
+    page.wait_for_function(SNAPSHOT_JS)  # the notebook model is loaded
+    return page
+
+
+def _run_all(page) -> None:
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    item = page.locator('li.lm-Menu-item[data-command="runmenu:run-all"]')
+    item.wait_for(state="visible")
+    item.click()
+
+
+def test_notebook_00_runs_in_jupyterlab(browser, lab):
+    """Run All Cells on notebook 00 in JupyterLab: every code cell runs, none fails, the figure
+    is shown, and the notebook's Ray cluster is gone at the end.
+
+    A failure ("error output") is any of:
+
+    * an output whose nbformat ``output_type`` is ``"error"``, read from JupyterLab's notebook
+      model: what an exception that escapes a cell produces. (In the page an error and a
+      stderr stream look the same: both are ``.jp-RenderedText`` with the mime type
+      ``application/vnd.jupyter.stderr``, so the page alone cannot tell them apart.)
+    * stderr text (``.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]``)
+      containing ``Traceback (most recent call last)``: an exception printed rather than
+      raised, e.g. one in a Ray worker that ``log_to_driver`` forwards to the notebook.
+    * an output area rendered with a mime type containing ``error`` or ``traceback``.
+
+    Other stderr text is allowed: Ray logs warnings there (e.g. that it wrote a token file).
+    A run stops at the first exception, so the wait ends as soon as an error shows up.
+    """
+    expected_code_cells = sum(c["cell_type"] == "code"
+                              for c in json.loads(NOTEBOOK.read_text())["cells"])
+    shutil.copy(NOTEBOOK, lab.root / "notebooks" / NOTEBOOK.name)
+    page = _open(browser, lab, NOTEBOOK.name)
+    try:
+        before = page.evaluate(SNAPSHOT_JS)
+        assert before["codeCells"] == expected_code_cells and before["counted"] == 0, before
+        _run_all(page)
+        t0 = time.monotonic()
+        while True:
+            lab.remember_descendants()
+            snap = page.evaluate(SNAPSHOT_JS)
+            done = (snap["counted"] == snap["codeCells"] and snap["indicator"] == "idle"
+                    and snap["kernelStatus"] == "Idle")
+            if done or snap["errors"]:
+                break
+            assert time.monotonic() - t0 < RUN_TIMEOUT_S, (
+                f"not finished after {RUN_TIMEOUT_S} s: {snap['counted']} of "
+                f"{snap['codeCells']} code cells ran, indicator {snap['indicator']!r}, "
+                f"kernel {snap['kernelStatus']!r}, prompts {snap['prompts']}")
+            page.wait_for_timeout(250)  # poll; the kernel's output arrives meanwhile
+        assert not snap["errors"], "\n\n".join(snap["errors"])
+        assert all(re.fullmatch(r"\[\d+\]:", p) for p in snap["prompts"]), snap["prompts"]
+        assert len(snap["prompts"]) == expected_code_cells, snap["prompts"]
+        assert snap["images"] >= 1, "no image output (the matplotlib figure) was shown"
+
+        # the last cell ran ray.shutdown(): no Ray process is left under the kernel
+        deadline = time.monotonic() + 30
+        while (left := _ray_processes(lab.remember_descendants())) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not left, f"Ray processes left after ray.shutdown(): {left}"
+    finally:
+        page.close()
+
+
+# Every change to the page while the cell below runs: the tqdm widget's count and the kernel
+# status shown in the status bar at that moment.
+OBSERVE_JS = r"""() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  window.__seen = [];
+  const record = () => {
+    const text = panel.node.querySelector(".jp-OutputArea")?.textContent || "";
+    const m = text.match(/(\d+)\/(\d+)/);
+    const status = [...document.querySelectorAll("#jp-main-statusbar .jp-StatusBar-TextItem")]
+        .map(e => e.textContent.trim()).find(t => t.includes("(ipykernel) |")) || "";
+    window.__seen.push({n: m ? +m[1] : null, total: m ? +m[2] : null,
+                        status: status.split("|").pop().trim(),
+                        prompt: panel.node.querySelector(".jp-InputPrompt").textContent.trim()});
+  };
+  new MutationObserver(record).observe(document.body,
+      {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+WIDGET_CELL = """\
+import time
+from tqdm.auto import tqdm  # a progress bar widget, as the training notebooks show
+for _ in tqdm(range(16)):
+    time.sleep(0.5)
+"""
+
+
+def test_status_bar_shows_busy_while_a_widget_cell_runs(browser, lab):
+    """The status bar says "Busy" for as long as a cell with a progress-bar widget runs.
+
+    With ipykernel 7 it said "Idle" from half a second into such a cell until its end: the
+    widget manager asks the kernel for a subshell (``create_subshell_request``, on the control
+    channel) when the first widget opens, the kernel publishes busy/idle for that request, and
+    JupyterLab shows the last status published, "idle". ipykernel 6 offers no subshells, so
+    none is requested (requirements.txt pins it). Every page change is recorded while the loop
+    runs (tqdm count ``0 < n < total``: the cell is certainly executing), so the check does
+    not depend on timing.
+    """
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(WIDGET_CELL)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, lab.root / "notebooks" / "widget_status.ipynb")
+    page = _open(browser, lab, "widget_status.ipynb")
+    try:
+        page.evaluate(OBSERVE_JS)
+        _run_all(page)
+        page.wait_for_function(r"""() => /^\[\d+\]:$/.test(window.jupyterapp.shell.currentWidget
+            .node.querySelector(".jp-InputPrompt").textContent.trim())""", timeout=120_000)
+        lab.remember_descendants()
+        snap = page.evaluate(SNAPSHOT_JS)
+        assert not snap["errors"], "\n\n".join(snap["errors"])
+        seen = page.evaluate("window.__seen")
+        running = [s for s in seen if s["n"] is not None and 0 < s["n"] < s["total"]]
+        assert len({s["n"] for s in running}) >= 5, f"progress bar not seen running: {seen[-20:]}"
+        not_busy = [s for s in running if s["status"] != "Busy"]
+        assert not not_busy, (f"status bar not 'Busy' while the cell ran (tqdm count n of total): "
+                              f"{not_busy[:5]} ... ({len(not_busy)} of {len(running)} changes)")
+    finally:
+        page.close()
