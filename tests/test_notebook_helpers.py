@@ -1,0 +1,21 @@
+"""The notebooks' printing helpers: configs wrapped between fields, resources in GiB."""
+
+from rlkit.algos.dqn import DQNConfig
+from rlkit.notebook import config_text, resources_text
+
+
+def test_config_text_wraps_between_fields_only():
+    config = DQNConfig(hidden=(256, 256))
+    text = config_text(config, width=60)
+    lines = text.splitlines()
+    assert lines[0].startswith("DQNConfig(") and text.endswith(")")
+    assert all(len(line) <= 60 for line in lines), lines
+    # every field appears whole on one line, so nothing is cut mid-value
+    assert any("hidden=(256, 256)," in line for line in lines)
+    assert " ".join(line.strip() for line in lines) == repr(config)
+
+
+def test_resources_text_reads_bytes_as_gib_and_drops_node_entries():
+    text = resources_text({"CPU": 2.0, "memory": 3 * 2**30, "object_store_memory": 2**30,
+                           "node:10.0.0.5": 1.0, "node:__internal_head__": 1.0})
+    assert text == "2 CPUs, 0 GPUs, 3.0 GiB memory, 1.0 GiB object store"
