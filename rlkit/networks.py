@@ -86,6 +86,17 @@ def load_numpy_weights(module: nn.Module, weights: dict[str, np.ndarray]) -> Non
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 
 
+def register_action_box(module: nn.Module, action_low: np.ndarray,
+                        action_high: np.ndarray) -> None:
+    """Give ``module`` buffers ``scale = (high - low) / 2`` and ``bias = (high + low) / 2``
+    ``(act_dim,)``, so ``bias + scale * tanh(x)`` maps ``(-1, 1)`` onto the action box (and the
+    box moves with the module to its device)."""
+    low = torch.as_tensor(np.asarray(action_low, dtype=np.float32))
+    high = torch.as_tensor(np.asarray(action_high, dtype=np.float32))
+    module.register_buffer("scale", (high - low) / 2)
+    module.register_buffer("bias", (high + low) / 2)
+
+
 class SquashedGaussianActor(nn.Module):
     """SAC's policy: a Gaussian in an unbounded space, squashed by ``tanh`` into the action box.
 
@@ -104,10 +115,7 @@ class SquashedGaussianActor(nn.Module):
                  action_low: np.ndarray, action_high: np.ndarray) -> None:
         super().__init__()
         self.trunk = mlp(obs_dim, 2 * act_dim, hidden)
-        low = torch.as_tensor(np.asarray(action_low, dtype=np.float32))
-        high = torch.as_tensor(np.asarray(action_high, dtype=np.float32))
-        self.register_buffer("scale", (high - low) / 2)
-        self.register_buffer("bias", (high + low) / 2)
+        register_action_box(self, action_low, action_high)
 
     def distribution_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, obs_dim)`` -> mean ``(B, act_dim)`` and log std ``(B, act_dim)`` (bounded)."""
@@ -175,10 +183,7 @@ class DeterministicActor(nn.Module):
                  action_low: np.ndarray, action_high: np.ndarray) -> None:
         super().__init__()
         self.trunk = mlp(obs_dim, act_dim, hidden)
-        low = torch.as_tensor(np.asarray(action_low, dtype=np.float32))
-        high = torch.as_tensor(np.asarray(action_high, dtype=np.float32))
-        self.register_buffer("scale", (high - low) / 2)
-        self.register_buffer("bias", (high + low) / 2)
+        register_action_box(self, action_low, action_high)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``(B, obs_dim)`` -> ``(B, act_dim)`` actions, differentiable in the parameters."""

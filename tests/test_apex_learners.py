@@ -13,19 +13,9 @@ from rlkit.algos.prioritized_td import (importance_weights_tensor, load_prefixed
                                         prefixed_weights, td_tensors)
 from rlkit.networks import QNetwork
 from rlkit.types import Batch, NStepBatch
+from test_dqn import FixedQ  # a Q "network" that is a fixed table, shared with the DQN tests
 
 CPU = torch.device("cpu")
-
-
-class FixedQ(QNetwork):
-    """Returns a fixed Q table row per observation index ``obs[:, 0]``."""
-
-    def __init__(self, table):
-        super().__init__(1, table.shape[1], hidden=(1,))
-        self.table = table
-
-    def forward(self, obs):
-        return self.table[obs[:, 0].long()]
 
 
 ONLINE = FixedQ(torch.tensor([[1.0, 5.0], [3.0, 2.0], [0.0, 0.0]]))
