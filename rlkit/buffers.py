@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.types import Batch, TensorBatch
+from rlkit.types import Batch, NStepBatch, TensorBatch
 
 #: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
 MAX_BUFFER_BYTES = 8 * 2**30
@@ -84,10 +84,13 @@ class ReplayBuffer:
         action_dim: ``None`` for a discrete action (stored as one int64); otherwise the size of
             a continuous action vector (stored as float32).
         seed: Seed of the buffer's own sampling RNG.
+        n_step: Store :class:`rlkit.types.NStepBatch` transitions (each with its own bootstrap
+            factor ``discounts = gamma ** k``) and sample them as such; ``False``: plain
+            one-step :class:`Batch` transitions.
     """
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, n_step: bool = False) -> None:
         if not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"capacity={capacity!r} must be a positive int. "
                              "Fix: pass the number of transitions to keep, e.g. 50_000.")
@@ -106,6 +109,9 @@ class ReplayBuffer:
             self.actions = np.zeros((capacity, action_dim), dtype=np.float32)
         self.rewards = np.zeros((capacity,), dtype=np.float32)
         self.terminations = np.zeros((capacity,), dtype=np.float32)
+        self.fields = _FIELDS + (("discounts",) if n_step else ())
+        if n_step:
+            self.discounts = np.zeros((capacity,), dtype=np.float32)
         self.pos = 0  # index the next transition is written to
         self.size = 0  # number of valid transitions
         self.rng = np.random.default_rng(seed)
@@ -131,19 +137,23 @@ class ReplayBuffer:
         self.pos = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
-    def add_batch(self, batch: Batch) -> None:
+    def add_batch(self, batch: Batch | NStepBatch) -> None:
         """Store ``len(batch)`` transitions in order, wrapping around the end of the ring.
 
         A batch larger than the capacity keeps only its last ``capacity`` transitions, exactly
-        as adding them one by one would.
+        as adding them one by one would. An n-step buffer takes only ``NStepBatch``es.
         """
+        if len(batch._fields) != len(self.fields):
+            want = "NStepBatch" if len(self.fields) > len(_FIELDS) else "Batch"
+            raise ValueError(f"this buffer stores {want}es, got a {type(batch).__name__}. Fix: "
+                             "build the buffer with n_step=True for n-step transitions (and "
+                             "pass those only), or n_step=False for one-step ones.")
         n = len(batch)
         if n == 0:
             return
         skip, slots, self.pos = ring_slots(self.pos, n, self.capacity)
-        for store, values in zip((self.obs, self.actions, self.rewards, self.next_obs,
-                                  self.terminations), batch):
-            store[slots] = np.asarray(values)[skip:]
+        for name, values in zip(self.fields, batch):
+            getattr(self, name)[slots] = np.asarray(values)[skip:]
         self.size = min(self.size + n, self.capacity)
 
     def state_dict(self) -> dict[str, Any]:
@@ -152,23 +162,28 @@ class ReplayBuffer:
         n = self.size
         return {"capacity": self.capacity, "pos": self.pos, "size": n,
                 **{name: torch.from_numpy(getattr(self, name)[:n].copy())
-                   for name in _FIELDS},
+                   for name in self.fields},
                 "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved into a buffer of the same capacity and sizes."""
         _check_buffer_state(state, self.capacity)
         n = state["size"]
-        for name in _FIELDS:
+        for name in self.fields:
+            if name not in state:
+                raise ValueError(f"the saved buffer has no {name!r}: it was saved by a buffer "
+                                 "with another n_step setting. Fix: resume with the config "
+                                 "that wrote the checkpoint.")
             getattr(self, name)[:n] = state[name].numpy()
         self.pos, self.size = state["pos"], n
         self.rng.bit_generator.state = state["rng"]
 
-    def sample(self, batch_size: int) -> Batch:
+    def sample(self, batch_size: int) -> Batch | NStepBatch:
         """Draw ``batch_size`` transitions uniformly, with replacement.
 
         Returns:
-            A :class:`Batch` of copies (the buffer may overwrite its rows afterwards).
+            A :class:`Batch` (an :class:`NStepBatch` for an n-step buffer) of copies (the
+            buffer may overwrite its rows afterwards).
 
         Raises:
             ValueError: if the buffer is empty.
@@ -177,6 +192,8 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty ReplayBuffer. Fix: add transitions "
                              "first (learning_starts must be at least the batch size).")
         idx = self.rng.integers(0, self.size, size=batch_size)
+        if len(self.fields) > len(_FIELDS):
+            return NStepBatch(*(getattr(self, name)[idx] for name in self.fields))
         return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
                      self.terminations[idx])
 

@@ -1,4 +1,4 @@
-"""N-step transitions, built in the rollout worker from its time-major fragments.
+"""N-step transitions, built in the rollout worker from its fragments.
 
 A 1-step target ``r_t + gamma * max_a Q(s_{t+1}, a)`` passes a reward back one step per update.
 An n-step target passes it back ``n`` steps at once:
@@ -26,16 +26,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from collections.abc import Callable
+from typing import Any
+
 from rlkit.types import Batch, NStepBatch
 
 
 class NStepBuilder:
-    """Turns consecutive time-major fragments of ``N`` envs into n-step transitions.
+    """Turns consecutive fragments of ``N`` envs into n-step transitions, env by env.
 
     Args:
         n: Steps per window (>= 1; 1 gives plain transitions with ``discounts = gamma``).
         gamma: Discount in ``(0, 1]``.
-        num_envs: ``N``, the envs stepped together (rows ``t*N .. t*N + N-1`` are step ``t``).
+        num_envs: ``N``, the envs stepped together.
     """
 
     def __init__(self, n: int, gamma: float, num_envs: int) -> None:
@@ -45,39 +48,60 @@ class NStepBuilder:
         if not 0 < gamma <= 1:
             raise ValueError(f"gamma={gamma!r} must be in (0, 1]. Fix: use gamma=0.99.")
         self.n, self.gamma, self.num_envs = n, float(gamma), num_envs
-        self._tail: tuple[Batch, np.ndarray] | None = None  # last n-1 steps, (m, N, ...)
-        self._pending = np.zeros((0, num_envs), dtype=bool)  # their windows not yet emitted
+        # per env: its last n-1 steps, their end flags, and whether their windows are unsent
+        self._tails: list[tuple[Batch, np.ndarray, np.ndarray] | None] = [None] * num_envs
 
-    def add(self, batch: Batch, ends: np.ndarray) -> NStepBatch:
-        """Add ``T`` steps of every env; return every window that is now complete.
+    def add(self, batch: Batch, ends: np.ndarray,
+            env_ids: np.ndarray | None = None) -> NStepBatch:
+        """Add the next steps of the envs; return every window that is now complete.
 
         Args:
-            batch: ``T * N`` time-major transitions (``rlkit.rollout.Fragment.batch``).
-            ends: ``(T * N,)`` bool, True where the episode ended (terminated or truncated).
+            batch: ``M`` transitions (``rlkit.rollout.Fragment.batch``); the rows of one env
+                are its consecutive steps.
+            ends: ``(M,)`` bool, True where the episode ended (terminated or truncated).
+            env_ids: ``(M,)`` the env of each row (``Fragment.env_ids``); ``None``: time-major
+                rows of all ``N`` envs (rows ``t*N .. t*N + N-1`` are step ``t``).
 
         Returns:
             The n-step transitions whose window is complete: ``n`` steps long, or cut by an
-            episode end. Windows still open (the last ``n - 1`` steps of an unfinished
-            episode) are returned by a later call.
+            episode end, grouped by env. Windows still open (the last ``n - 1`` steps of an
+            unfinished episode) are returned by a later call.
         """
         n_env = self.num_envs
-        if len(batch) % n_env or len(ends) != len(batch):
-            raise ValueError(f"a fragment of {len(batch)} rows with {len(ends)} end flags does "
-                             f"not hold whole steps of {n_env} envs.")
-        steps = Batch(*(np.asarray(a).reshape(-1, n_env, *np.shape(a)[1:]) for a in batch))
-        ends = np.asarray(ends, dtype=bool).reshape(-1, n_env)
+        if env_ids is None:
+            if len(batch) % n_env:
+                raise ValueError(f"a fragment of {len(batch)} rows does not hold whole steps "
+                                 f"of {n_env} envs. Fix: pass env_ids.")
+            env_ids = np.tile(np.arange(n_env), len(batch) // n_env)
+        env_ids = np.asarray(env_ids)
+        if len(ends) != len(batch) or len(env_ids) != len(batch):
+            raise ValueError(f"a fragment of {len(batch)} rows came with {len(ends)} end flags "
+                             f"and {len(env_ids)} env ids. Fix: pass one of each per row.")
+        if len(env_ids) and not 0 <= env_ids.min() <= env_ids.max() < n_env:
+            raise ValueError(f"env_ids must lie in [0, {n_env}). Fix: build the builder with "
+                             "the runner's num_envs.")
+        ends = np.asarray(ends, dtype=bool)
+        outputs = [self._add_env(j, Batch(*(np.asarray(a)[env_ids == j] for a in batch)),
+                                 ends[env_ids == j]) for j in range(n_env)]
+        return NStepBatch(*(np.concatenate(column) for column in zip(*outputs)))
+
+    def _add_env(self, j: int, steps: Batch, ends: np.ndarray) -> NStepBatch:
+        """Env ``j``'s next ``L`` steps (as ``(L, 1)`` columns) after its kept tail."""
+        steps = Batch(*(a.reshape(len(ends), 1, *a.shape[1:]) for a in steps))
+        ends = ends.reshape(-1, 1)
         fresh = np.ones(ends.shape, dtype=bool)
-        if self._tail is not None:
-            tail, tail_ends = self._tail
+        if self._tails[j] is not None:
+            tail, tail_ends, pending = self._tails[j]
             steps = Batch(*(np.concatenate([old, new]) for old, new in zip(tail, steps)))
             ends = np.concatenate([tail_ends, ends])
-            fresh = np.concatenate([self._pending, fresh])
+            fresh = np.concatenate([pending, fresh])
         out, complete = self._windows(steps, ends)
-        emit = fresh & complete
+        emit = (fresh & complete)[:, 0]
         keep = min(self.n - 1, len(ends))
-        self._tail = (Batch(*(a[len(ends) - keep:] for a in steps)), ends[len(ends) - keep:])
-        self._pending = (fresh & ~complete)[len(ends) - keep:]
-        return NStepBatch(*(a[emit] for a in out))
+        cut = len(ends) - keep
+        self._tails[j] = (Batch(*(a[cut:] for a in steps)), ends[cut:],
+                          (fresh & ~complete)[cut:])
+        return NStepBatch(*(a[:, 0][emit] for a in out))
 
     def _windows(self, steps: Batch, ends: np.ndarray) -> tuple[NStepBatch, np.ndarray]:
         """The window starting at every step ``(L, N)`` and whether it is complete."""
@@ -104,3 +128,18 @@ class NStepBuilder:
         out = NStepBatch(steps.obs, steps.actions, rewards.astype(np.float32), next_obs, terms,
                          discounts)
         return out, complete
+
+
+def fragment_transitions(config: Any, num_envs: int) -> Callable[[Any], Batch | NStepBatch]:
+    """What a rollout stores from each fragment, given a config's ``n_step`` (1 if it has none).
+
+    Returns a function of a :class:`rlkit.rollout.Fragment`: the fragment's own one-step
+    ``Batch`` when ``n_step == 1``, otherwise the n-step transitions completed so far by an
+    :class:`NStepBuilder` that the function keeps (so call it with consecutive fragments of
+    the same ``num_envs`` environments).
+    """
+    n_step = getattr(config, "n_step", 1)
+    if n_step == 1:
+        return lambda fragment: fragment.batch
+    builder = NStepBuilder(n_step, config.gamma, num_envs)
+    return lambda fragment: builder.add(fragment.batch, fragment.ends, fragment.env_ids)

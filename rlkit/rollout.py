@@ -1,14 +1,23 @@
-"""Stepping an environment with a policy and collecting transitions in fragments.
+"""Stepping environments with a policy and collecting transitions in fragments.
 
-One source of truth for the step loop, used by the single-process trainers and by the Ray
-rollout workers: it stores time-limit truncations as non-terminal, ends the episode on either
-flag, and reports finished episodes' returns.
+One source of truth for the off-policy step loop, used by the single-process trainers and by
+the Ray rollout workers: it stores time-limit truncations as non-terminal, ends the episode on
+either flag, and reports finished episodes' returns.
+
+The environments are one gymnasium vector env: the environment's own vectorised implementation
+when it has one (``gym.make_vec(..., vectorization_mode="vector_entry_point")``: CartPole steps
+all its copies in a few numpy operations), else a ``SyncVectorEnv`` of single envs. Gymnasium
+1.x vector envs reset a finished copy **on the next step** (``AutoresetMode.NEXT_STEP``): the
+step that ends an episode returns its real final observation, and the following ``step`` call
+ignores that copy's action and returns the new episode's first observation with reward 0. That
+reset step is not a transition, so the runner does not store it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import gymnasium as gym
 import numpy as np
 
 from rlkit.envs import make_env, space_dims
@@ -20,23 +29,50 @@ class Fragment:
     """Consecutive transitions from the runner's environments.
 
     Attributes:
-        batch: ``T * N`` transitions, time-major: rows ``t*N .. t*N + N-1`` are step ``t`` of
-            envs ``0 .. N-1``.
+        batch: ``M`` transitions in the order they were taken: each vector step adds one row
+            per env that took a real step (reset steps are left out), in env order.
+        env_ids: ``(M,)`` int64, the env each row came from; the rows of one env are its
+            consecutive steps (n-step returns group by it).
+        ends: ``(M,)`` bool, True where the episode ended (terminated or truncated) at this
+            step: that env's next row starts a new episode. N-step returns need it, since
+            ``batch.terminations`` marks only true terminations.
         episode_returns: Returns of the episodes that finished inside this fragment.
         episode_lengths: Their lengths in steps.
-        ends: ``(T * N,)`` bool, True where the episode ended (terminated or truncated) at
-            this step: the next row of that env starts a new episode. N-step returns need it,
-            since ``batch.terminations`` marks only true terminations.
     """
 
     batch: Batch
+    env_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
 
 
+def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
+    """``num_envs`` copies of ``env_id`` as one vector env with next-step autoreset: the
+    environment's native vector implementation if it registers one, else ``SyncVectorEnv``."""
+    name = env_id.partition(":")[2] if ":" in env_id else env_id  # make_env imported the module
+    native = gym.spec(name).vector_entry_point is not None
+    vec = gym.make_vec(name, num_envs,
+                       vectorization_mode="vector_entry_point" if native else "sync")
+    mode = vec.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+    if mode != gym.vector.AutoresetMode.NEXT_STEP:  # pragma: no cover - gymnasium's default
+        vec.close()
+        raise ValueError(f"{env_id}'s vector env resets with {mode}; EnvRunner handles "
+                         "gymnasium's default NEXT_STEP autoreset only.")
+    return vec
+
+
+def idle_actions(space: gym.Space, num_envs: int) -> np.ndarray:
+    """``num_envs`` valid actions to pass when every copy is resetting (the env ignores them):
+    action 0, or the point of the box nearest the origin. Drawing no random number keeps the
+    exploration streams unchanged."""
+    if isinstance(space, gym.spaces.Discrete):
+        return np.full(num_envs, space.start, dtype=np.int64)
+    return np.tile(np.clip(0.0, space.low, space.high).astype(np.float32), (num_envs, 1))
+
+
 class EnvRunner:
-    """Owns ``num_envs`` environments and steps them in lockstep, across calls.
+    """Owns ``num_envs`` environments (one vector env) and steps them in lockstep, across calls.
 
     Stepping several environments together lets the policy choose all their actions with one
     forward pass, which is what makes a rollout worker fast: the per-call cost of a small
@@ -44,69 +80,83 @@ class EnvRunner:
 
     Args:
         env_id: Gymnasium id; the envs are built here, in the process that steps them.
-        seed: Env ``j`` is seeded with ``seed + j`` (its first reset and its action space).
+        seed: Seeds the vector env's first reset (a ``SyncVectorEnv`` seeds copy ``j`` with
+            ``seed + j``; a native one draws every copy from one generator seeded with it).
         action_kind: ``"discrete"`` or ``"continuous"``, checked against the env.
         algorithm: Name used in the error if the action space does not fit.
         num_envs: ``N``, the number of environments stepped together.
+
+    Attributes:
+        env: A single, unstepped env with the same spaces, for building networks and
+            exploration (its action space is seeded with ``seed``).
+        vec: The vector env that is stepped.
     """
 
     def __init__(self, env_id: str, seed: int, action_kind: ActionKind,
                  algorithm: str = "this algorithm", num_envs: int = 1) -> None:
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r} must be an int >= 1.")
-        self.envs = [make_env(env_id, seed + j, action_kind, algorithm) for j in range(num_envs)]
+        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r} must be an int >= 1. "
+                             "Fix: pass the number of environments to step together, e.g. 8.")
+        self.env = make_env(env_id, seed, action_kind, algorithm)  # checks the action space
+        self.vec = make_vector_env(env_id, num_envs)
         self.num_envs = num_envs
-        self.obs_dim, self.action_dim = space_dims(self.envs[0])
+        self.obs_dim, self.action_dim = space_dims(self.env)
         self.discrete = action_kind == "discrete"
-        self.obs = np.stack([env.reset(seed=int(seed + j))[0]
-                             for j, env in enumerate(self.envs)]).astype(np.float32)
+        self.obs = np.asarray(self.vec.reset(seed=int(seed))[0], dtype=np.float32)
+        self.resetting = np.zeros(num_envs, dtype=bool)  # the next step of these is a reset
         self.episode_return = np.zeros(num_envs)
         self.episode_length = np.zeros(num_envs, dtype=np.int64)
+        self._idle_actions = idle_actions(self.env.action_space, num_envs)
 
     def run(self, steps_per_env: int, policy: BatchPolicy) -> Fragment:
-        """Take ``T = steps_per_env`` steps in each of the ``N`` envs.
+        """Step until the envs have taken ``T * N`` real steps (``T = steps_per_env``).
+
+        A vector step adds one transition per env that was not resetting, so the fragment
+        holds at least ``T * N`` and fewer than ``T * N + N`` transitions; with one env,
+        exactly ``T``. Episodes continue across calls.
 
         Args:
-            steps_per_env: ``T``; episodes continue across calls.
+            steps_per_env: ``T``.
             policy: Maps observations ``(N, obs_dim)`` float32 to actions ``(N,)`` (discrete)
-                or ``(N, act_dim)`` (continuous).
+                or ``(N, act_dim)`` (continuous). It is not called for a vector step in which
+                every env is resetting.
 
         Returns:
-            A :class:`Fragment` of ``T * N`` transitions: ``obs``/``next_obs``
-            ``(T*N, obs_dim)``, ``actions`` ``(T*N,)`` or ``(T*N, act_dim)``,
-            ``rewards``/``terminations`` ``(T*N,)``.
+            A :class:`Fragment` of ``M`` transitions: ``obs``/``next_obs`` ``(M, obs_dim)``,
+            ``actions`` ``(M,)`` or ``(M, act_dim)``, ``rewards``/``terminations`` ``(M,)``.
         """
-        n, size = self.num_envs, steps_per_env * self.num_envs
-        obs_buf = np.empty((size, self.obs_dim), dtype=np.float32)
-        next_buf = np.empty((size, self.obs_dim), dtype=np.float32)
-        act_shape = (size,) if self.discrete else (size, self.action_dim)
-        act_buf = np.empty(act_shape, dtype=np.int64 if self.discrete else np.float32)
-        rew_buf = np.empty((size,), dtype=np.float32)
-        term_buf = np.empty((size,), dtype=np.float32)
-        ends = np.zeros((size,), dtype=bool)
-        fragment = Fragment(Batch(obs_buf, act_buf, rew_buf, next_buf, term_buf), ends)
-        for t in range(steps_per_env):
-            actions = policy(self.obs)
-            rows = slice(t * n, (t + 1) * n)
-            obs_buf[rows] = self.obs
-            act_buf[rows] = actions
-            for j, env in enumerate(self.envs):
-                next_obs, reward, terminated, truncated, _ = env.step(actions[j])
-                row = t * n + j
-                rew_buf[row] = reward
-                next_buf[row] = next_obs  # the true next state, even when the episode was cut
-                term_buf[row] = float(terminated)  # truncation is NOT termination: it bootstraps
-                self.episode_return[j] += float(reward)
-                self.episode_length[j] += 1
-                if terminated or truncated:
-                    ends[row] = True
-                    fragment.episode_returns.append(float(self.episode_return[j]))
-                    fragment.episode_lengths.append(int(self.episode_length[j]))
-                    self.episode_return[j], self.episode_length[j] = 0.0, 0
-                    next_obs, _ = env.reset()
-                self.obs[j] = next_obs
+        want = steps_per_env * self.num_envs
+        parts: list[tuple[np.ndarray, ...]] = []
+        fragment = Fragment(Batch(*([None] * 5)))  # filled below
+        taken = 0
+        while taken < want:
+            if self.resetting.all():  # nothing to decide: every copy starts a new episode
+                actions = self._idle_actions
+            else:
+                actions = np.asarray(policy(self.obs))
+            next_obs, rewards, terminated, truncated, _ = self.vec.step(actions)
+            next_obs = np.asarray(next_obs, dtype=np.float32)
+            real = ~self.resetting  # the reset copies' rows are not transitions
+            ended = real & (np.asarray(terminated) | np.asarray(truncated))
+            self.episode_return[real] += rewards[real]
+            self.episode_length[real] += 1
+            for j in np.flatnonzero(ended):
+                fragment.episode_returns.append(float(self.episode_return[j]))
+                fragment.episode_lengths.append(int(self.episode_length[j]))
+            self.episode_return[ended], self.episode_length[ended] = 0.0, 0
+            # next_obs is the true next state, even when the episode was cut by a time limit;
+            # truncation is NOT termination: it bootstraps
+            parts.append((self.obs[real], actions[real], rewards[real], next_obs[real],
+                          np.asarray(terminated)[real], np.flatnonzero(real), ended[real]))
+            taken += int(real.sum())
+            self.obs, self.resetting = next_obs, ended
+        obs, act, rew, nxt, term, ids, ends = (np.concatenate(column) for column in zip(*parts))
+        act_dtype = np.int64 if self.discrete else np.float32
+        fragment.batch = Batch(obs, act.astype(act_dtype, copy=False),
+                               rew.astype(np.float32), nxt, term.astype(np.float32))
+        fragment.env_ids, fragment.ends = ids.astype(np.int64), ends
         return fragment
 
     def close(self) -> None:
-        for env in self.envs:
-            env.close()
+        self.vec.close()
+        self.env.close()

@@ -50,7 +50,7 @@ def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_pr
     for _ in range(3):
         for w in workers:
             report = w.collect(40)
-            assert report["env_steps"] == 40 and report["version"] == 1
+            assert 40 <= report["env_steps"] < 42 and report["version"] == 1  # 2 envs
     # each worker wrote only to its own shard, n-step windows still open are held back
     sizes = [len(s.replay) for s in shards.shards]
     assert all(100 <= n <= 120 for n in sizes), sizes

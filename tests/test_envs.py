@@ -66,11 +66,14 @@ def test_runner_steps_several_envs_in_lockstep():
         return np.ones(len(obs), np.int64)
 
     frag = runner.run(40, policy)
-    assert seen == [(3, 4)] * 40  # one policy call per time step, for all envs at once
-    assert len(frag.batch) == 120
-    # env j's transitions are rows j, j+3, ...: each row's next_obs is the next row's obs
-    env1 = frag.batch.obs[1::3], frag.batch.next_obs[1::3], frag.batch.terminations[1::3]
-    cont = env1[2][:-1] == 0
-    np.testing.assert_allclose(env1[1][:-1][cont], env1[0][1:][cont])
-    # the three envs start from different seeds
+    # one policy call per vector step, for all envs at once; a step in which some copy starts
+    # a new episode (gymnasium's next-step autoreset) adds no row for it, so a few more
+    # calls than 40 are needed for 120 transitions
+    assert set(seen) == {(3, 4)} and 40 <= len(seen) <= 40 + len(frag.episode_lengths)
+    assert 120 <= len(frag.batch) < 123
+    # env j's rows are its consecutive steps: each row's next_obs is the next row's obs
+    rows = np.flatnonzero(frag.env_ids == 1)
+    obs, nxt, ends = frag.batch.obs[rows], frag.batch.next_obs[rows], frag.ends[rows]
+    np.testing.assert_allclose(nxt[:-1][~ends[:-1]], obs[1:][~ends[:-1]])
+    # the three envs start from different states
     assert not np.allclose(frag.batch.obs[0], frag.batch.obs[1])

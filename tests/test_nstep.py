@@ -65,17 +65,27 @@ def test_windows_cross_fragment_boundaries_exactly_once():
 def test_several_envs_are_independent_and_one_step_is_plain_transitions():
     runner = EnvRunner("CartPole-v1", 0, "discrete", num_envs=3)
     fragment = runner.run(60, lambda obs: np.zeros(len(obs), dtype=np.int64))
-    one = NStepBuilder(1, 0.99, 3).add(fragment.batch, fragment.ends)
+    ids = fragment.env_ids
+    one = NStepBuilder(1, 0.99, 3).add(fragment.batch, fragment.ends, ids)
+    by_env = np.argsort(ids, kind="stable")  # the builder returns its windows env by env
     for field in Batch._fields:
-        np.testing.assert_array_equal(getattr(one, field), getattr(fragment.batch, field))
+        np.testing.assert_array_equal(getattr(one, field), getattr(fragment.batch, field)[by_env])
     assert np.all(one.discounts == np.float32(0.99))
-    three = NStepBuilder(3, 0.99, 3).add(fragment.batch, fragment.ends)
-    # env j's window at step t uses rows t*3 + j, (t+1)*3 + j, ...: check env 1's first one
-    r = fragment.batch.rewards.reshape(60, 3)
-    first_env1 = np.flatnonzero((three.obs == fragment.batch.obs[1]).all(axis=1))[0]
-    assert three.rewards[first_env1] == pytest.approx(r[0, 1] + 0.99 * r[1, 1] + 0.99**2 * r[2, 1])
+    three = NStepBuilder(3, 0.99, 3).add(fragment.batch, fragment.ends, ids)
+    # env 1's first window sums env 1's first three rewards (its episode lasts longer)
+    r, env1 = fragment.batch.rewards, np.flatnonzero(ids == 1)
+    assert not fragment.ends[env1[:2]].any()
+    first_env1 = np.flatnonzero((three.obs == fragment.batch.obs[env1[0]]).all(axis=1))[0]
+    assert three.rewards[first_env1] == pytest.approx(r[env1[0]] + 0.99 * r[env1[1]]
+                                                      + 0.99**2 * r[env1[2]])
     # 60 steps never reach the 500-step limit: here every episode end is a termination
     np.testing.assert_array_equal(fragment.ends, fragment.batch.terminations == 1)
+
+
+def test_env_ids_out_of_range_are_refused():
+    batch, ends = _episode([1, 2], [0, 0], [0, 0])
+    with pytest.raises(ValueError, match=r"env_ids must lie in \[0, 1\)"):
+        NStepBuilder(3, G, 1).add(batch, ends, np.array([0, 1]))
 
 
 def test_bad_n_is_refused_with_the_field_name():

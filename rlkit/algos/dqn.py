@@ -53,6 +53,7 @@ class DQNConfig:
     epsilon_end: float = 0.04
     epsilon_decay_steps: int = 8_000
     double_dqn: bool = True
+    n_step: int = 1  # steps of reward in each TD target (rlkit.nstep); 1 = one-step DQN
     huber: bool = True  # Huber (smooth L1) loss; False = mean squared error
     max_grad_norm: float = 10.0
     hidden: tuple[int, ...] = (256, 256)
@@ -65,7 +66,7 @@ class DQNConfig:
         check_env_id(self.env_id)
         require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
                             "target_update_every", "eval_every", "eval_episodes",
-                            "torch_threads"), 1)
+                            "torch_threads", "n_step"), 1)
         require_ints(self, ("seed", "learning_starts", "epsilon_decay_steps"), 0)
         require_positive_finite(self, ("learning_rate",), "1e-3")
         require_replay_settings(self)
@@ -281,7 +282,7 @@ class DQNSpec:
 
     def make_buffer(self, env: gym.Env, device: torch.device) -> ReplayBuffer:
         return ReplayBuffer(self.config.buffer_size, space_dims(env)[0], None,
-                            seed=self.config.seed + 1)
+                            seed=self.config.seed + 1, n_step=self.config.n_step > 1)
 
     @staticmethod
     def loss_of(metrics: dict[str, Any]) -> Any:

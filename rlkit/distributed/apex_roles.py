@@ -163,7 +163,7 @@ class ApexWorker:
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name,
                                 apex.envs_per_worker)
-        env = self.runner.envs[0]
+        env = self.runner.env
         rungs = algo.ladder(apex.num_workers * apex.envs_per_worker)
         self.rungs = rungs[worker_rungs(worker_index, apex.num_workers)]
         self.priorities = algo.make_priority_model(env)
@@ -193,7 +193,7 @@ class ApexWorker:
         start = time.perf_counter()
         self.sync_weights()
         fragment = self.runner.run(-(-num_steps // self.runner.num_envs), self.policy)
-        batch = self.nstep.add(fragment.batch, fragment.ends)
+        batch = self.nstep.add(fragment.batch, fragment.ends, fragment.env_ids)
         td_errors = self.priorities.td_errors(batch) if len(batch) else np.zeros(0)
         if len(batch):
             self.shards.add(self.shard, batch, td_errors)

@@ -28,9 +28,10 @@ from rlkit.distributed.parameter_server import Newer, WeightsChannel
 from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
 from rlkit.networks import load_numpy_weights
+from rlkit.nstep import fragment_transitions
 from rlkit.rollout import EnvRunner
 from rlkit.train.checkpoint import to_cpu
-from rlkit.types import Batch, OffPolicyAlgorithm, Weights
+from rlkit.types import Batch, NStepBatch, OffPolicyAlgorithm, Weights
 
 __all__ = ["Evaluator", "FragmentStats", "LearnerWorker", "RolloutWorker", "learner_device"]
 
@@ -82,9 +83,10 @@ class RolloutWorker:
         seed = algo.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name, num_envs)
-        self.net = algo.make_policy_network(self.runner.envs[0]).requires_grad_(False)
+        self.transitions = fragment_transitions(algo.config, num_envs)  # one-step or n-step
+        self.net = algo.make_policy_network(self.runner.env).requires_grad_(False)
         self.random_action_prob = 1.0
-        self.policy = algo.exploration_policy(self.net, self.runner.envs[0],
+        self.policy = algo.exploration_policy(self.net, self.runner.env,
                                               np.random.default_rng(seed),
                                               lambda: self.random_action_prob)
         self.weights = weights
@@ -105,7 +107,8 @@ class RolloutWorker:
         if newer is not None:
             self.set_weights(newer[1], newer[0])
 
-    def collect(self, num_steps: int, random_action_prob: float) -> tuple[Batch, FragmentStats]:
+    def collect(self, num_steps: int, random_action_prob: float
+                ) -> tuple[Batch | NStepBatch, FragmentStats]:
         """Sync weights, then take ``num_steps`` env steps in total (``ceil(num_steps /
         num_envs)`` per env, so a multiple of ``num_envs``).
 
@@ -115,7 +118,9 @@ class RolloutWorker:
                 (:meth:`rlkit.types.OffPolicyAlgorithm.random_action_prob`).
 
         Returns:
-            ``(batch, stats)``. Under Ray, call with ``.options(num_returns=2)`` so the driver
+            ``(batch, stats)``: the transitions to store (n-step ones when the config's
+            ``n_step > 1``; their windows may reach back into the previous fragment) and the
+            fragment's statistics (``stats.num_steps`` counts env steps). Under Ray, call with ``.options(num_returns=2)`` so the driver
             can read the stats and pass the batch's reference on to the learner unread.
         """
         start = time.perf_counter()
@@ -124,7 +129,7 @@ class RolloutWorker:
         fragment = self.runner.run(-(-num_steps // self.runner.num_envs), self.policy)
         stats = FragmentStats(self.index, len(fragment.batch), fragment.episode_returns,
                               self.version, time.perf_counter() - start)
-        return fragment.batch, stats
+        return self.transitions(fragment), stats
 
     def ping(self) -> int:
         return self.index

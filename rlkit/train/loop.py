@@ -24,6 +24,7 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.common import check_finite, eval_seed
 from rlkit.evaluation import evaluate_policy
 from rlkit.metrics import History
+from rlkit.nstep import fragment_transitions
 from rlkit.progress import ProgressBar
 from rlkit.rollout import EnvRunner
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
@@ -87,9 +88,10 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
         rng = np.random.default_rng([config.seed, step])
         history.events.append(f"step {step}: resumed from {resumed.path}")
     runner = EnvRunner(config.env_id, config.seed + step, algo.action_kind, algo.name)
-    learner, buffer = _learner_and_buffer(algo, runner.envs[0], resumed)
+    learner, buffer = _learner_and_buffer(algo, runner.env, resumed)
+    transitions = fragment_transitions(config, runner.num_envs)  # one-step or n-step
     net = algo.policy_network_of(learner)  # the learner's own network acts: no copy needed
-    policy = algo.exploration_policy(net, runner.envs[0], rng,
+    policy = algo.exploration_policy(net, runner.env, rng,
                                      lambda: algo.random_action_prob(step))
     bar = ProgressBar(progress, config.total_steps, step, algo.name)
     checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, checkpoint_buffer, algo.name,
@@ -119,8 +121,8 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
             while step < config.total_steps and not solved:
                 n = min(config.train_every, config.total_steps - step)
                 fragment = runner.run(n, policy)
-                buffer.add_batch(fragment.batch)
-                step += n
+                buffer.add_batch(transitions(fragment))
+                step += len(fragment.batch)  # n: one env, and reset steps are not counted
                 for ret in fragment.episode_returns:
                     history.log_episode(step, clock(), ret)
                 if learner.updates < updates_owed(step, config, resumed):
