@@ -30,7 +30,7 @@ def dqn_updates_per_second(seconds: float, threads: int, device: str = "cpu") ->
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        config = DQNConfig()
+        config = DQNConfig(hidden=(256, 256))  # the size the results label names
         learner = DQNLearner(4, 2, config, device)
         buffer = ReplayBuffer(100_000, 4)
         rng = np.random.default_rng(0)

@@ -162,7 +162,14 @@ def render(results: Path, timing: dict) -> str:
                 f"| naive, one call per step | {rollout['naive_per_step_calls']:,.0f} | "
                 f"{rollout['naive_per_step_calls'] / rollout['single_process_env_plus_policy']:.2f} |"]
         out += [f"| batched, {k} worker(s) | {v:,.0f} | {rollout['efficiency'][k]:.2f} |"
-                for k, v in rollout["batched"].items()] + [""]
+                for k, v in rollout["batched"].items()]
+        if "batched_64_envs_1_worker" in rollout:
+            out += [f"| env + policy, 64 envs (native vector env), one process | "
+                    f"{rollout['single_process_64_envs']:,.0f} | |",
+                    f"| batched, 1 worker, 64 envs | {rollout['batched_64_envs_1_worker']:,.0f} | "
+                    f"{rollout['efficiency_64_envs']:.2f} (vs the 64-env loop); "
+                    f"{rollout['batched_64_envs_vs_naive']:.0f}x naive |"]
+        out += [""]
     apex = _load(bench / "apex.json")
     if apex:
         r = apex["summary"]

@@ -7,7 +7,7 @@ driver keeps its workers busy until the evaluation's answer arrives, so its run 
 later; that tail is recorded as ``env_steps``/``wall_seconds``). Seconds count from the end of
 set-up for both; the Ray actors' start-up is recorded separately as ``startup_seconds``.
 
-    python -m benchmarks.time_to_solve [--seeds 0,1,2] [--algos dqn,sac] [--workers 2]
+    python -m benchmarks.time_to_solve [--seeds 0,1,2,3,4] [--algos dqn,sac] [--workers 2]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from benchmarks.common import write_result
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--algos", default="dqn,sac")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()

@@ -76,7 +76,7 @@ def main() -> None:
     init_ray()
     results = {}
     try:
-        for name, spec in (("dqn q-network 256x256", DQNSpec(DQNConfig())),
+        for name, spec in (("dqn q-network 256x256", DQNSpec(DQNConfig(hidden=(256, 256)))),
                            ("sac actor 256x256", SACSpec(SACConfig(hidden=(256, 256)))),
                            ("sac actor 128x128 (notebook 03)", SACSpec(SACConfig()))):
             ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
