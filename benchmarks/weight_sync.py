@@ -50,9 +50,11 @@ class _Fetcher:
         """Seconds to ask the server and load the answer, waiting for every reply."""
         import ray
 
+        from rlkit.distributed.parameter_server import unpack_weights
+
         start = time.perf_counter()
         version, payload = ray.get(self.ps.get_if_newer.remote(-1))
-        self.worker.set_weights(ray.get(payload[0]), version)
+        self.worker.set_weights(unpack_weights(payload), version)
         return time.perf_counter() - start
 
 
@@ -77,6 +79,7 @@ def main() -> None:
     results = {}
     try:
         for name, spec in (("dqn q-network 256x256", DQNSpec(DQNConfig(hidden=(256, 256)))),
+                           ("dqn q-network 128x128 (notebooks 01-02)", DQNSpec(DQNConfig())),
                            ("sac actor 256x256", SACSpec(SACConfig(hidden=(256, 256)))),
                            ("sac actor 128x128 (notebook 03)", SACSpec(SACConfig()))):
             ps = ray.remote(ParameterServer).options(num_cpus=0).remote()

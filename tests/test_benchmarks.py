@@ -22,6 +22,7 @@ def test_weight_sync_benchmark_writes_json(tmp_path):
     data = json.loads((tmp_path / "weight_sync.json").read_text())
     assert data["machine"]["logical_cores"] >= 1
     assert set(data["results"]) == {"dqn q-network 256x256", "sac actor 256x256",
+                                    "dqn q-network 128x128 (notebooks 01-02)",
                                     "sac actor 128x128 (notebook 03)"}
     for entry in data["results"].values():
         assert entry["bytes"] > 0 and entry["total_ms_median"] > 0

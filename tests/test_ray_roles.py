@@ -45,14 +45,24 @@ def test_roles_as_ray_actors(ray_cluster):
         time.sleep(0.5)  # in training a fragment's env steps give the answer time to arrive
         _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
         assert ray.get(stats_ref).weights_version == 3
-        # the payload is one object in the store, the same one every worker fetches
+        # 32x32 weights are small, so they travel by value inside the messages
         version, payload = ray.get(ps.get_if_newer.remote(0))
-        assert isinstance(payload, list) and isinstance(payload[0], ray.ObjectRef)
-        weights = ray.get(payload[0])
-        assert all(isinstance(v, np.ndarray) for v in weights.values())
+        assert isinstance(payload, dict)
+        assert all(isinstance(v, np.ndarray) for v in payload.values())
     finally:
         for a in (ps, learner, worker):
             ray.kill(a)
+
+
+def test_large_weights_travel_as_one_stored_object_small_ones_by_value(ray_cluster):
+    from rlkit.distributed.parameter_server import INLINE_BYTES, pack_weights, unpack_weights
+
+    large = {"w": np.arange(INLINE_BYTES // 4 + 1, dtype=np.float32)}  # just over the limit
+    packed = pack_weights(large)
+    assert isinstance(packed, list) and isinstance(packed[0], ray.ObjectRef)
+    np.testing.assert_array_equal(unpack_weights(packed, 30)["w"], large["w"])
+    small = {"w": np.arange(INLINE_BYTES // 4, dtype=np.float32)}  # exactly at the limit
+    assert pack_weights(small) is small and unpack_weights(small) is small
 
 
 def test_train_dqn_ray_short_run_holds_the_update_ratio(ray_cluster):

@@ -19,13 +19,41 @@ from rlkit.types import Weights
 Newer = tuple[int, Weights] | None
 
 
+#: Weights up to this size travel by value inside the calls; larger ones by reference. Ray
+#: sends an argument or a reply smaller than 100 KiB inside the call message itself
+#: (``max_direct_call_object_size``); a bigger one goes through the shared-memory object store.
+INLINE_BYTES = 90_000
+
+
+def weights_nbytes(weights: Weights) -> int:
+    """Bytes of the arrays in ``weights``."""
+    return sum(int(getattr(v, "nbytes", 0)) for v in weights.values())
+
+
+def pack_weights(weights: Weights) -> Any:
+    """What :class:`RayChannel` sends the server: small weights by value (one message, no
+    object-store round trip for anyone), large ones as ``[ObjectRef]`` (stored once with
+    ``ray.put``; every worker fetches the same object, the server never copies the arrays)."""
+    import ray
+
+    return weights if weights_nbytes(weights) <= INLINE_BYTES else [ray.put(weights)]
+
+
+def unpack_weights(payload: Any, timeout_s: float | None = None) -> Weights:
+    """The weights in a payload made by :func:`pack_weights`."""
+    import ray
+
+    return ray.get(payload[0], timeout=timeout_s) if isinstance(payload, list) else payload
+
+
 class ParameterServer:
     """Holds the newest policy weights under an increasing version number.
 
-    The payload is opaque to the server. Under Ray it is ``[ObjectRef]``: the learner stores
-    each version once with ``ray.put`` and sends the reference inside a list, because Ray
-    resolves a reference passed as a bare argument but passes one nested in a list on as a
-    reference. The server never copies the arrays, and every worker fetches the same object.
+    The payload is opaque to the server. Under Ray it is what :func:`pack_weights` makes:
+    small weights by value, large ones as ``[ObjectRef]``: the learner stores those once with
+    ``ray.put`` and sends the reference inside a list, because Ray resolves a reference passed
+    as a bare argument but passes one nested in a list on as a reference. The server then never
+    copies the arrays, and every worker fetches the same object.
     """
 
     def __init__(self) -> None:
@@ -79,8 +107,9 @@ class LocalChannel:
 class RayChannel:
     """A channel to a :class:`ParameterServer` actor.
 
-    ``publish`` stores the weights once (``ray.put``) and sends the server the reference
-    without waiting for its answer. ``poll`` asks "anything newer than my version?" one call
+    ``publish`` sends the server the weights (by value when small, else stored once with
+    ``ray.put`` and sent as a reference: see :func:`pack_weights`) without waiting for its
+    answer. ``poll`` asks "anything newer than my version?" one call
     *ahead*: it returns the answer to the question sent at the previous poll if that answer is
     back (and sends the next question), so the ~1 ms round trip overlaps the caller's work.
     The first poll waits for its answer, so a worker never acts on untrained initial weights
@@ -102,9 +131,7 @@ class RayChannel:
                 "pending_publish": None, "pending_poll": None}
 
     def publish(self, weights: Weights) -> None:
-        import ray
-
-        self.pending_publish = self.server.publish.remote([ray.put(weights)])
+        self.pending_publish = self.server.publish.remote(pack_weights(weights))
 
     def flush(self) -> None:
         import ray
@@ -127,4 +154,4 @@ class RayChannel:
         self.pending_poll = self.server.get_if_newer.remote(known)  # the answer for next time
         if answer is None:
             return None
-        return known, ray.get(answer[1][0], timeout=self.timeout_s)
+        return known, unpack_weights(answer[1], self.timeout_s)

@@ -22,7 +22,8 @@ import torch
 from rlkit.algos.dqn import DQNConfig, DQNLearner, DQNSpec, epsilon_greedy_policy
 from rlkit.buffers import ReplayBuffer
 from rlkit.distributed.cluster import plan_resources
-from rlkit.distributed.parameter_server import ParameterServer, RayChannel
+from rlkit.distributed.parameter_server import (ParameterServer, RayChannel, pack_weights,
+                                                unpack_weights)
 from rlkit.distributed.roles import RolloutWorker
 from rlkit.envs import make_env, space_dims
 from rlkit.networks import QNetwork, load_numpy_weights
@@ -53,7 +54,7 @@ class NaiveRolloutWorker:
         while time.perf_counter() < deadline:
             # the latest weights at every episode start, as the seed design did
             version, payload = ray.get(self.ps.get_if_newer.remote(0), timeout=TIMEOUT_S)
-            load_numpy_weights(self.q, ray.get(payload[0], timeout=TIMEOUT_S))
+            load_numpy_weights(self.q, unpack_weights(payload, TIMEOUT_S))
             obs, _ = self.env.reset()
             done = False
             while not done and time.perf_counter() < deadline:
@@ -75,7 +76,7 @@ def _cluster(config: DQNConfig, num_workers: int) -> tuple[Any, Any, float]:
     probe.close()
     ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
     weights = DQNLearner(obs_dim, n_actions, config).get_weights()
-    ray.get(ps.publish.remote([ray.put(weights)]), timeout=TIMEOUT_S)
+    ray.get(ps.publish.remote(pack_weights(weights)), timeout=TIMEOUT_S)
     buffer = ray.remote(ReplayBuffer).options(num_cpus=0).remote(100_000, obs_dim)
     cpus = plan_resources(num_workers, ray.cluster_resources()["CPU"]).worker_cpus
     return ps, buffer, cpus
