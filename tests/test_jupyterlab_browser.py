@@ -336,7 +336,7 @@ OBSERVE_JS = r"""() => {
 
 WIDGET_CELL = """\
 import time
-from tqdm.auto import tqdm  # a progress bar widget, as the training notebooks show
+from tqdm.auto import tqdm  # a progress-bar widget, as a learner's own code may show
 for _ in tqdm(range(16)):
     time.sleep(0.5)
 """
@@ -374,5 +374,47 @@ def test_status_bar_shows_busy_while_a_widget_cell_runs(browser, lab):
         not_busy = [s for s in running if s["status"] != "Busy"]
         assert not not_busy, (f"status bar not 'Busy' while the cell ran (tqdm count n of total): "
                               f"{not_busy[:5]} ... ({len(not_busy)} of {len(running)} changes)")
+    finally:
+        page.close()
+
+
+BAR_CELL = """\
+from rlkit.progress import ProgressBar
+bar = ProgressBar(True, 10_000, 0, "DQN")  # rlkit's training bar: plain HTML, no widget
+for step in range(1_000, 5_000, 1_000):
+    bar.update(step, eval="-300")
+bar.close(True, eval="475")  # solved early
+"""
+
+
+def test_a_solved_training_bar_ends_green_and_survives_save_and_reopen(browser, lab):
+    """rlkit's progress bar ends full and green when the run solved early, with the final
+    evaluation shown; saved and reopened, the notebook shows the same bar (a widget would
+    show "Error displaying widget: model not found" there)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BAR_CELL)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"}
+    nbformat.write(nb, lab.root / "notebooks" / "bar_end.ipynb")
+    done = '.rlkit-progress[data-state="done"]'
+    page = _open(browser, lab, "bar_end.ipynb")
+    try:
+        _run_all(page)
+        page.wait_for_selector(done, timeout=120_000)
+        assert "eval=475" in page.inner_text(done)
+        assert page.locator('.rlkit-progress[data-state="running"]').count() == 0
+        page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function(r"""() => !window.jupyterapp.shell.currentWidget.context.model
+            .dirty""")
+    finally:
+        page.close()
+    saved = nbformat.read(lab.root / "notebooks" / "bar_end.ipynb", as_version=4)
+    kinds = {k for out in saved.cells[0].outputs for k in out.get("data", {})}
+    assert "application/vnd.jupyter.widget-view+json" not in kinds and "text/html" in kinds
+    page = _open(browser, lab, "bar_end.ipynb")  # reopened from disk
+    try:
+        page.wait_for_selector(done, timeout=60_000)
+        assert "Error displaying widget" not in page.inner_text(".jp-Notebook")
     finally:
         page.close()

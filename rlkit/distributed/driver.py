@@ -94,7 +94,7 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
             run.train()
             run.finish()
     finally:
-        run.bar.close(run.solved)
+        run.bar.close(run.solved, eval=f"{run.eval_return:.0f}")
     return run.result()
 
 
