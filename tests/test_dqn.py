@@ -158,3 +158,41 @@ def test_short_single_process_run_is_bit_reproducible():
         assert torch.equal(pa, pb)
     c = train_dqn(dataclasses.replace(cfg, seed=1))
     assert c.history.episode_returns != a.history.episode_returns
+
+
+def _hand_batch(n: int = 16, reward: float = 1.0) -> Batch:
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(n, 4)).astype(np.float32)
+    return Batch(obs, rng.integers(0, 2, n), np.full(n, reward, np.float32),
+                 (obs + 0.1).astype(np.float32), np.zeros(n, np.float32))
+
+
+def test_dqn_update_on_the_cpu_returns_floats():
+    metrics = DQNLearner(4, 2, DQNConfig(hidden=(16, 16))).update(_hand_batch())
+    assert all(isinstance(v, float) for v in metrics.values())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_dqn_update_on_cuda_keeps_metrics_on_the_device_and_matches_the_cpu():
+    cfg = DQNConfig(hidden=(32, 32))
+    torch.manual_seed(0)
+    cpu = DQNLearner(4, 2, cfg)
+    gpu = DQNLearner(4, 2, cfg, "cuda")
+    gpu.load_state_dict(cpu.state_dict())
+    for _ in range(3):
+        on_cpu, on_gpu = cpu.update(_hand_batch()), gpu.update(_hand_batch())
+    assert isinstance(on_gpu["loss"], torch.Tensor) and on_gpu["loss"].device.type == "cuda"
+    assert float(on_gpu["loss"]) == pytest.approx(on_cpu["loss"], rel=1e-4)
+    for a, b in zip(cpu.q.parameters(), gpu.q.parameters()):
+        torch.testing.assert_close(a, b.cpu(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_nan_loss_on_cuda_is_caught_once_per_batch_of_updates():
+    from rlkit.algos.dqn import DQNSpec
+    from rlkit.distributed.roles import LearnerWorker
+
+    learner = LearnerWorker(DQNSpec(DQNConfig(hidden=(16, 16), batch_size=16,
+                                              learning_starts=16)), device="cuda")
+    with pytest.raises(FloatingPointError, match="loss"):
+        learner.add_and_train(_hand_batch(reward=float("nan")), num_updates=4)

@@ -118,8 +118,8 @@ class DQNLearner:
         self.updates = 0
         self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
-    def update(self, batch: Batch | NStepBatch,
-               importance_weights: torch.Tensor | None = None) -> dict[str, float]:
+    def update(self, batch: Batch | NStepBatch, importance_weights: torch.Tensor | None = None
+               ) -> dict[str, float | torch.Tensor]:
         """One gradient step on ``batch``; syncs the target net every ``target_update_every``.
 
         Args:
@@ -129,18 +129,23 @@ class DQNLearner:
                 :meth:`update_prioritized`); ``None``: the plain mean loss.
 
         Returns:
-            ``{"loss", "q_mean", "grad_norm"}`` as floats.
+            ``{"loss", "q_mean", "grad_norm"}``: floats on the CPU; on a GPU, 0-d tensors left
+            on the device, because reading one (``.item()``) makes the host wait for the GPU
+            at every update. Callers read their mean once per batch of updates, as SAC's do
+            (:meth:`rlkit.distributed.roles.LearnerWorker.add_and_train`).
 
         Raises:
-            FloatingPointError: if the loss is not finite (the weights are left unchanged).
+            FloatingPointError: on the CPU, if the loss is not finite (the weights are left
+                unchanged). On a GPU the check moves to the caller's once-per-batch read of
+                the mean loss, which raises the same error.
         """
         cfg = self.config
         tensors = td_tensors(batch, cfg.gamma, self.device)
         q_taken, targets = dqn_q_and_targets(self.q, self.q_target, tensors, cfg.double_dqn)
         self._td_errors = targets - q_taken.detach()  # (B,), before the step: new priorities
         loss = dqn_loss(q_taken, targets, cfg.huber, importance_weights)
-        loss_value = float(loss.item())
-        if not math.isfinite(loss_value):
+        on_host = self.device.type == "cpu"  # reading a CPU tensor costs no device sync
+        if on_host and not math.isfinite(loss_value := float(loss.item())):
             raise FloatingPointError(
                 f"DQN loss became {loss_value} at update {self.updates} "
                 f"(q_mean={float(q_taken.detach().mean()):.3g}). Fix: lower learning_rate or check the "
@@ -152,8 +157,9 @@ class DQNLearner:
         self.updates += 1
         if self.updates % cfg.target_update_every == 0:
             self.sync_target()
-        return {"loss": loss_value, "q_mean": float(q_taken.mean().item()),
-                "grad_norm": float(grad_norm.item())}
+        metrics = {"loss": loss.detach(), "q_mean": q_taken.detach().mean(),
+                   "grad_norm": grad_norm.detach()}
+        return {k: float(v) for k, v in metrics.items()} if on_host else metrics
 
     def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
                            ) -> tuple[dict[str, float], np.ndarray]:
