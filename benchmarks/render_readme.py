@@ -141,7 +141,9 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
     if tts:
         m = tts["machine"]
-        out += [f"**Time to solve, 3 seeds** (`python -m benchmarks.time_to_solve`; {m['cpu']}, "
+        n_seeds = max(s["seeds"] for s in tts["summary"].values())
+        out += [f"**Time to solve, {n_seeds} seeds** (`python -m benchmarks.time_to_solve`; "
+                f"{m['cpu']}, "
                 f"{m['logical_cores']} logical cores, GPU: {m['gpu'] or 'none'}; torch "
                 f"{m['torch']}, Ray {m['ray']}):", "",
                 "| run | solved | median env steps to solve (range) | median seconds to solve (range) | ms per env step |",
@@ -215,10 +217,11 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
     if sync:
         out += ["**`make bench` weight sync** (median ms). *As training pays it*: publish = the "
-                "learner's `get_weights` + `ray.put` + sending the reference (it does not wait), "
+                "learner's `get_weights` + sending the server the weights (by value up to 90 KB, "
+                "else `ray.put` + the reference; it does not wait), "
                 "fetch = the worker reading the version answer it asked for one fragment ahead, "
-                "`ray.get` + load. *Blocking*: both sides wait for every reply.", "",
-                "| network | KB | publish | fetch | total (target < 5) | blocking total |",
+                "(`ray.get` of a reference) + load. *Blocking*: both sides wait for every reply.", "",
+                "| network | KB | publish | fetch | total (target < 2) | blocking total |",
                 "| --- | --- | --- | --- | --- | --- |"]
         out += [f"| {name} | {r['bytes'] / 1024:.0f} | {r['publish_ms_median']:.2f} | "
                 f"{r['fetch_ms_median']:.2f} | {r['total_ms_median']:.2f} | "
