@@ -6,8 +6,9 @@ CPU with 1, 2, 4 and all threads, and the GPU when one exists. The buffer lives 
 learner's device (SAC) or is a host numpy buffer (DQN). For SAC on one thread (and on the GPU)
 three options are compared too: sampling from a host numpy buffer with a copy per batch,
 ``SACConfig.compile_losses`` (``torch.compile``; compilation happens before the clock starts),
-and the critics left trainable during the actor step (what freezing them saves). DQN's update
-reads its loss with ``.item()`` every step, so it has no compiled variant.
+and the critics left trainable during the actor step (what freezing them saves). On a GPU, SAC
+is also measured with its whole update replayed as one CUDA graph (:mod:`rlkit.algos.sac_graph`),
+alone and with compiled losses inside the graph. DQN has no compiled variant.
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ def main() -> None:
         label = f"cuda ({torch.cuda.get_device_name()})"
         devices.append((label, "cuda"))
         results["dqn (256x256, batch 64)"][label] = dqn_updates_per_second(args.seconds, 1, "cuda")
-        results["sac (256x256, batch 256)"][label] = sac_learner_updates_per_second(
-            "cuda", args.seconds)
+        sac = results["sac (256x256, batch 256)"]
+        sac[label] = sac_learner_updates_per_second("cuda", args.seconds)
+        sac[f"{label}, CUDA graph"] = sac_learner_updates_per_second(
+            "cuda", args.seconds, cuda_graph=True)
+        sac[f"{label}, CUDA graph + compiled losses"] = sac_learner_updates_per_second(
+            "cuda", args.seconds, cuda_graph=True, compile_losses=True)
     for label, device in devices:
         sac = results["sac (256x256, batch 256)"]
         sac[f"{label}, host numpy buffer"] = sac_learner_updates_per_second(

@@ -60,12 +60,17 @@ class QNetwork(nn.Module):
         return self.forward(obs).argmax(dim=1)
 
 
-def make_adam(params: Any, lr: float) -> torch.optim.Adam:
-    """Adam with the fused kernel where this torch build supports it (faster for small MLPs)."""
+def make_adam(params: Any, lr: float, capturable: bool = False) -> torch.optim.Adam:
+    """Adam with the fused kernel where this torch build supports it (faster for small MLPs).
+
+    ``capturable=True`` keeps the step counters on the device, so the optimiser step can be
+    recorded in a CUDA graph (:mod:`rlkit.algos.sac_graph`).
+    """
+    params = list(params)
     try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
+        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
     except (RuntimeError, TypeError):
-        return torch.optim.Adam(params, lr=lr)
+        return torch.optim.Adam(params, lr=lr, capturable=capturable)
 
 
 def module_weights(module: nn.Module) -> dict[str, np.ndarray]:

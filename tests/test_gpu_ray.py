@@ -23,9 +23,10 @@ def gpu_cluster():
     ray.shutdown()
 
 
-def test_sac_learner_runs_on_the_gpu_under_ray(gpu_cluster):
+@pytest.mark.parametrize("cuda_graph", [False, True])
+def test_sac_learner_runs_on_the_gpu_under_ray(gpu_cluster, cuda_graph):
     cfg = SACConfig(hidden=(64, 64), batch_size=64, learning_starts=300, total_steps=800,
-                    eval_every=400, eval_episodes=2, target_return=None)
+                    eval_every=400, eval_episodes=2, target_return=None, cuda_graph=cuda_graph)
     result = train_sac_ray(cfg, num_workers=2, fragment_steps=100)  # learner_gpus=None: 1
     assert result.device.startswith("cuda")
     assert result.updates == updates_due(800, cfg.learning_starts, cfg.train_every)

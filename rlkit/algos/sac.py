@@ -54,6 +54,7 @@ class SACConfig:
     target_return: float | None = -200.0  # stop once a deterministic eval reaches it
     torch_threads: int = 1
     compile_losses: bool = False  # torch.compile the critic and actor losses (see make bench)
+    cuda_graph: bool = False  # a CUDA learner replays its update as one CUDA graph (sac_graph)
 
     def __post_init__(self) -> None:
         check_env_id(self.env_id)
@@ -66,9 +67,10 @@ class SACConfig:
         if not 0 < self.tau <= 1:
             fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
         require_hidden(self)
-        if not isinstance(self.compile_losses, bool):
-            fail("compile_losses", self.compile_losses, "must be True or False",
-                 "use compile_losses=True to torch.compile the losses")
+        for name in ("compile_losses", "cuda_graph"):
+            if not isinstance(getattr(self, name), bool):
+                fail(name, getattr(self, name), "must be True or False",
+                     f"use {name}=True or {name}=False")
 
 
 def sac_critic_target(rewards: torch.Tensor, terminations: torch.Tensor,
@@ -137,9 +139,10 @@ class SACLearner:
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=self.device,
                                       requires_grad=True)
         self.target_entropy = -float(act_dim)
-        self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr)
-        self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
-        self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr)
+        graph = config.cuda_graph and self.device.type == "cuda"  # the eager CPU path is as is
+        self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr, graph)
+        self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr, graph)
+        self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr, graph)
         self.updates = 0
         self.freeze_critics_in_actor_step = True  # False only to measure what it saves
         # torch.compile fuses each loss's small ops; the first updates pay the compilation

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlkit.algos.sac_graph import SACGraphUpdate
 from rlkit.common import check_finite
 from rlkit.distributed.parameter_server import Newer, WeightsChannel
 from rlkit.envs import make_env
@@ -157,6 +158,9 @@ class LearnerWorker:
         self.learner = algo.make_learner(env, self.device)
         self.buffer = algo.make_buffer(env, self.device)
         env.close()
+        self.graph: SACGraphUpdate | None = None  # SAC on a GPU with cuda_graph=True
+        if getattr(config, "cuda_graph", False) and self.device.type == "cuda":
+            self.graph = SACGraphUpdate(self.learner, self.buffer, config.batch_size)
         self.weights = weights
         self.publish_every = publish_every
         self.published_at = 0  # update count of the last publication
@@ -194,12 +198,18 @@ class LearnerWorker:
         self.buffer.add_batch(batch)
         losses = []
         for _ in range(num_updates):
-            metrics = self.learner.update(self.buffer.sample(self.config.batch_size))
-            losses.append(torch.as_tensor(self.algo.loss_of(metrics)))
+            if self.graph is not None:
+                self.graph.replay()  # the whole update, one CUDA graph
+            else:
+                metrics = self.learner.update(self.buffer.sample(self.config.batch_size))
+                losses.append(torch.as_tensor(self.algo.loss_of(metrics)))
             if self.learner.updates - self.published_at >= self.publish_every:
                 self.publish(wait=False)
         if self.weights is not None:
             self.weights.flush()
+        if self.graph is not None and num_updates:
+            sums, count = self.graph.take_sums()  # the graph summed the losses on the device
+            losses = [torch.tensor(self.algo.loss_of(sums) / count)]
         loss = float(torch.stack(losses).mean()) if losses else float("nan")
         if losses:
             check_finite({"loss": loss}, self.learner.updates, self.algo.name)
@@ -222,6 +232,8 @@ class LearnerWorker:
                 ) -> int:
         """Load a checkpoint's learner (and buffer, if saved); return the update count."""
         self.learner.load_state_dict(learner_state)
+        if self.graph is not None:
+            self.graph.invalidate()  # the optimisers' state tensors were replaced: recapture
         if buffer_state is not None:
             self.buffer.load_state_dict(buffer_state)
         self.published_at = self.learner.updates

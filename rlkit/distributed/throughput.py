@@ -163,7 +163,7 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
                                    batch_size: int = 256, hidden: tuple[int, ...] = (256, 256),
                                    threads: int = 1, host_buffer: bool = False,
                                    compile_losses: bool = False,
-                                   freeze_critics: bool = True) -> float:
+                                   freeze_critics: bool = True, cuda_graph: bool = False) -> float:
     """Gradient updates per second of the SAC learner alone, sampling from a full buffer.
 
     By default the buffer (100k Pendulum-sized transitions) lives on ``device``, so each update
@@ -181,7 +181,10 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
             before the clock starts.
         freeze_critics: ``SACLearner.freeze_critics_in_actor_step`` (``False`` measures the
             critics' weight gradients that the actor step would compute for nothing).
+        cuda_graph: Replay the whole update as one CUDA graph (``device="cuda"`` only; the
+            capture happens in the warm-up).
     """
+    from rlkit.algos.sac_graph import SACGraphUpdate
     from rlkit.algos.sac import SACConfig, SACLearner
     from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
     from rlkit.types import Batch, TensorBatch
@@ -190,7 +193,8 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
     torch.set_num_threads(threads)
     try:
         config = SACConfig(hidden=hidden, batch_size=batch_size,
-                           learning_starts=max(1_000, batch_size), compile_losses=compile_losses)
+                           learning_starts=max(1_000, batch_size), compile_losses=compile_losses,
+                           cuda_graph=cuda_graph)
         learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), config, device)
         learner.freeze_critics_in_actor_step = freeze_critics
         host = ReplayBuffer(100_000, 3, 1) if host_buffer else None
@@ -213,13 +217,21 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
             b = host.sample(batch_size)  # numpy on the host: copy every field to the device
             return TensorBatch(*(torch.as_tensor(x, device=learner.device) for x in b))
 
+        if cuda_graph:
+            graph = SACGraphUpdate(learner, buffer, batch_size)
+
+            def step() -> None:
+                graph.replay()
+        else:
+            def step() -> None:
+                learner.update(sample())
         for _ in range(20):
-            learner.update(sample())
+            step()
         sync()
         updates, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
             for _ in range(10):
-                learner.update(sample())
+                step()
             updates += 10
             sync()
         return updates / (time.perf_counter() - start)
