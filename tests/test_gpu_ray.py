@@ -1,6 +1,8 @@
 """The SAC learner on a GPU under Ray. Skipped where torch finds no CUDA (CI has none); on a
 GPU machine these run in ``make test`` with their own cluster, which offers the GPU."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -39,3 +41,22 @@ def test_a_cpu_learner_can_be_forced_on_a_gpu_cluster(gpu_cluster):
     cfg = SACConfig(hidden=(32, 32), batch_size=32, learning_starts=300, total_steps=600,
                     eval_every=600, eval_episodes=1, target_return=None)
     assert train_sac_ray(cfg, num_workers=1, learner_gpus=0).device == "cpu"
+
+
+def test_a_killed_learner_actor_frees_its_gpu_memory(gpu_cluster):
+    from rlkit.algos.sac import SACSpec
+    from rlkit.distributed.roles import LearnerWorker
+
+    free_before, _ = torch.cuda.mem_get_info()
+    cfg = SACConfig(hidden=(256, 256), batch_size=256, buffer_size=1_000_000)
+    learner = ray.remote(LearnerWorker).options(num_cpus=1, num_gpus=1).remote(
+        SACSpec(cfg), None, 10, "cuda")
+    ray.get(learner.get_weights.remote())  # the actor is up, its buffer allocated on the GPU
+    held = free_before - torch.cuda.mem_get_info()[0]
+    assert held > 10 * 2**20  # the 1M-transition buffer alone is ~40 MB
+    ray.kill(learner)
+    for _ in range(100):  # the process exits, and the driver frees its GPU context
+        if free_before - torch.cuda.mem_get_info()[0] < 0.1 * held:
+            break
+        time.sleep(0.1)
+    assert free_before - torch.cuda.mem_get_info()[0] < 0.1 * held

@@ -28,6 +28,7 @@ from rlkit.common import check_finite
 from rlkit.distributed.parameter_server import Newer, WeightsChannel
 from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
+from rlkit.host_copy import HostCopy
 from rlkit.networks import load_numpy_weights
 from rlkit.nstep import fragment_transitions
 from rlkit.rollout import EnvRunner
@@ -164,22 +165,39 @@ class LearnerWorker:
         self.weights = weights
         self.publish_every = publish_every
         self.published_at = 0  # update count of the last publication
+        # on a GPU, weights go to the host through pinned buffers, without a device sync
+        self.host_copy = (HostCopy(algo.policy_network_of(self.learner))
+                          if self.device.type == "cuda" and weights is not None else None)
 
     def publish(self, wait: bool = True) -> int:
         """Publish the current weights as a new version (a no-op without a channel).
 
         ``wait=False`` does not wait for the server's answer (the learner keeps training); the
         end of :meth:`add_and_train` waits, so once that returns the server holds every version.
+        On a GPU, ``wait=False`` only queues the copy to the host; :meth:`send_copied` sends it
+        once it is complete.
 
         Returns:
             The number of updates the published weights include.
         """
         if self.weights is not None:
             self.published_at = self.learner.updates
-            self.weights.publish(self.learner.get_weights())
+            if self.host_copy is not None:
+                self.send_copied(wait=True)  # the previous copy, if still unsent
+                self.host_copy.start()
+                if wait:
+                    self.send_copied(wait=True)
+            else:
+                self.weights.publish(self.learner.get_weights())
             if wait:
                 self.weights.flush()
         return self.learner.updates
+
+    def send_copied(self, wait: bool = False) -> None:
+        """Publish the weights copy in flight once it is complete (``wait``: wait for it)."""
+        copy = self.host_copy
+        if copy is not None and copy.in_flight and (wait or copy.ready()):
+            self.weights.publish(copy.take())
 
     def add_and_train(self, batch: Batch, num_updates: int) -> dict[str, float]:
         """Store ``batch`` in the buffer, then run ``num_updates`` gradient updates.
@@ -205,7 +223,9 @@ class LearnerWorker:
                 losses.append(torch.as_tensor(self.algo.loss_of(metrics)))
             if self.learner.updates - self.published_at >= self.publish_every:
                 self.publish(wait=False)
+            self.send_copied()
         if self.weights is not None:
+            self.send_copied(wait=True)
             self.weights.flush()
         if self.graph is not None and num_updates:
             sums, count = self.graph.take_sums()  # the graph summed the losses on the device
