@@ -57,5 +57,12 @@ def plot_reward_curves(histories: Mapping[str, History], x: XAxis = "steps",
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    legend_below(ax)
     return ax
+
+
+def legend_below(ax: plt.Axes, ncol: int = 2) -> None:
+    """The axes' legend under its x label: reward curves fill the plot area, and a legend
+    inside it would cover points or the target line. Call it again after adding a line."""
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol,
+              frameon=False)
