@@ -24,10 +24,10 @@ boundary.
 
 from __future__ import annotations
 
-import numpy as np
-
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from rlkit.types import Batch, NStepBatch
 

@@ -61,7 +61,8 @@ class SACGraphUpdate:
                    for g in opt.param_groups):
             raise ValueError("the learner's Adam optimisers are not capturable. Fix: build the "
                              "learner with SACConfig(cuda_graph=True).")
-        self.learner, self.buffer, self.batch_size, self.warmup = learner, buffer, batch_size, warmup
+        self.learner, self.buffer = learner, buffer
+        self.batch_size, self.warmup = batch_size, warmup
         self.fill = torch.ones((), device=device)  # the buffer's size, as a float on the device
         self.indices = torch.zeros(batch_size, dtype=torch.long, device=device)
         self.sums = torch.zeros(len(METRICS), device=device)

@@ -183,8 +183,9 @@ class ApexWorker:
             self.priorities.load(newer[1])
 
     def collect(self, num_steps: int) -> dict[str, Any]:
-        """Take ``num_steps`` env steps in all (a multiple of ``envs_per_worker``), add the
-        finished n-step windows to the shard with their priorities, and report.
+        """Take at least ``num_steps`` env steps in all (fewer than ``envs_per_worker`` more
+        when an env spent a step on its next-step reset), add the finished n-step windows to
+        the shard with their priorities, and report.
 
         Returns:
             ``{"worker", "env_steps", "episode_returns", "version", "seconds",

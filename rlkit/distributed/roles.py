@@ -111,8 +111,9 @@ class RolloutWorker:
 
     def collect(self, num_steps: int, random_action_prob: float
                 ) -> tuple[Batch | NStepBatch, FragmentStats]:
-        """Sync weights, then take ``num_steps`` env steps in total (``ceil(num_steps /
-        num_envs)`` per env, so a multiple of ``num_envs``).
+        """Sync weights, then take at least ``num_steps`` env steps in all: ``ceil(num_steps /
+        num_envs) * num_envs``, plus fewer than ``num_envs`` more when some env spent a step on
+        its next-step reset (see :class:`rlkit.rollout.EnvRunner`).
 
         Args:
             num_steps: Transitions to collect.
@@ -122,7 +123,8 @@ class RolloutWorker:
         Returns:
             ``(batch, stats)``: the transitions to store (n-step ones when the config's
             ``n_step > 1``; their windows may reach back into the previous fragment) and the
-            fragment's statistics (``stats.num_steps`` counts env steps). Under Ray, call with ``.options(num_returns=2)`` so the driver
+            fragment's statistics (``stats.num_steps`` counts env steps). Under Ray, call
+            with ``.options(num_returns=2)`` so the driver
             can read the stats and pass the batch's reference on to the learner unread.
         """
         start = time.perf_counter()
