@@ -133,7 +133,12 @@ def render(results: Path, timing: dict) -> str:
         out += [f"| batched calls, 8 envs per worker, {k} worker{'s' if k != '1' else ''} | "
                 f"{v:,.0f} | "
                 f"{v / nb02['naive_steps_per_second']:.0f}x ({v / one:.2f}x one worker) |"
-                for k, v in by.items()] + [""]
+                for k, v in by.items()]
+        if "batched_64_envs_steps_per_second" in nb02:
+            wide = nb02["batched_64_envs_steps_per_second"]
+            out.append(f"| batched calls, 64 envs per worker (native vector env), 1 worker | "
+                       f"{wide:,.0f} | {wide / nb02['naive_steps_per_second']:.0f}x |")
+        out += [""]
     if nb03:
         out += ["**Notebook 03, SAC learner alone** (256x256 networks, batch 256, buffer on the "
                 "same device):", "", "| device | updates/s |", "| --- | --- |"]
