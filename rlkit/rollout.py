@@ -58,7 +58,8 @@ def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
     if mode != gym.vector.AutoresetMode.NEXT_STEP:  # pragma: no cover - gymnasium's default
         vec.close()
         raise ValueError(f"{env_id}'s vector env resets with {mode}; EnvRunner handles "
-                         "gymnasium's default NEXT_STEP autoreset only.")
+                         "gymnasium's default NEXT_STEP autoreset only. Fix: register the "
+                         "environment with autoreset_mode=AutoresetMode.NEXT_STEP.")
     return vec
 
 
@@ -127,7 +128,8 @@ class EnvRunner:
         """
         want = steps_per_env * self.num_envs
         parts: list[tuple[np.ndarray, ...]] = []
-        fragment = Fragment(Batch(*([None] * 5)))  # filled below
+        returns: list[float] = []
+        lengths: list[int] = []
         taken = 0
         while taken < want:
             if self.resetting.all():  # nothing to decide: every copy starts a new episode
@@ -140,9 +142,8 @@ class EnvRunner:
             ended = real & (np.asarray(terminated) | np.asarray(truncated))
             self.episode_return[real] += rewards[real]
             self.episode_length[real] += 1
-            for j in np.flatnonzero(ended):
-                fragment.episode_returns.append(float(self.episode_return[j]))
-                fragment.episode_lengths.append(int(self.episode_length[j]))
+            returns += self.episode_return[ended].tolist()
+            lengths += self.episode_length[ended].tolist()
             self.episode_return[ended], self.episode_length[ended] = 0.0, 0
             # next_obs is the true next state, even when the episode was cut by a time limit;
             # truncation is NOT termination: it bootstraps
@@ -151,11 +152,9 @@ class EnvRunner:
             taken += int(real.sum())
             self.obs, self.resetting = next_obs, ended
         obs, act, rew, nxt, term, ids, ends = (np.concatenate(column) for column in zip(*parts))
-        act_dtype = np.int64 if self.discrete else np.float32
-        fragment.batch = Batch(obs, act.astype(act_dtype, copy=False),
-                               rew.astype(np.float32), nxt, term.astype(np.float32))
-        fragment.env_ids, fragment.ends = ids.astype(np.int64), ends
-        return fragment
+        act = act.astype(np.int64 if self.discrete else np.float32, copy=False)
+        batch = Batch(obs, act, rew.astype(np.float32), nxt, term.astype(np.float32))
+        return Fragment(batch, ids.astype(np.int64), ends, returns, lengths)
 
     def close(self) -> None:
         self.vec.close()

@@ -173,6 +173,10 @@ def _restore(learner, saved) -> None:
         for group in opt.param_groups:
             for p in group["params"]:
                 for k, v in opt.state.get(p, {}).items():
-                    if torch.is_tensor(v):
-                        v.copy_(states[i][k]) if states[i] is not None else v.zero_()
+                    if not torch.is_tensor(v):
+                        continue
+                    if states[i] is None:
+                        v.zero_()
+                    else:
+                        v.copy_(states[i][k])
                 i += 1

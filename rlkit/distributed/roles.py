@@ -231,9 +231,10 @@ class LearnerWorker:
             self.weights.flush()
         if self.graph is not None and num_updates:
             sums, count = self.graph.take_sums()  # the graph summed the losses on the device
-            losses = [torch.tensor(self.algo.loss_of(sums) / count)]
-        loss = float(torch.stack(losses).mean()) if losses else float("nan")
-        if losses:
+            loss = float(self.algo.loss_of(sums)) / count
+        else:
+            loss = float(torch.stack(losses).mean()) if losses else float("nan")
+        if num_updates:
             check_finite({"loss": loss}, self.learner.updates, self.algo.name)
         return {"updates": float(self.learner.updates), "loss": loss,
                 "buffer_size": float(len(self.buffer)),

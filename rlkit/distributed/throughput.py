@@ -184,8 +184,8 @@ def sac_learner_updates_per_second(device: str = "cpu", seconds: float = 3.0,
         cuda_graph: Replay the whole update as one CUDA graph (``device="cuda"`` only; the
             capture happens in the warm-up).
     """
-    from rlkit.algos.sac_graph import SACGraphUpdate
     from rlkit.algos.sac import SACConfig, SACLearner
+    from rlkit.algos.sac_graph import SACGraphUpdate
     from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
     from rlkit.types import Batch, TensorBatch
 
