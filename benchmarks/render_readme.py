@@ -177,6 +177,19 @@ def render(results: Path, timing: dict) -> str:
                     f"{rollout['efficiency_64_envs']:.2f} (vs the 64-env loop); "
                     f"{rollout['batched_64_envs_vs_naive']:.0f}x naive |"]
         out += [""]
+        runs = rollout.get("efficiency_runs")
+        if runs:
+            out += [f"Where the efficiency goes (median of {rollout['repeats']} interleaved "
+                    "runs [range], each against the one-process loop measured just before it): "
+                    "the same loop in k plain processes at once (no Ray), in k Ray actors with "
+                    "no call while they step, and the batched design.", "",
+                    "| workers | plain processes | Ray actors, no calls | batched design |",
+                    "| --- | --- | --- | --- |"]
+            out += [f"| {k} | " + " | ".join(
+                f"{r[k]['median']:.2f} [{r[k]['min']:.2f}-{r[k]['max']:.2f}]"
+                for r in (runs["plain"], runs["actors"], runs["batched"])) + " |"
+                for k in runs["batched"]]
+            out += [""]
     apex = _load(bench / "apex.json")
     if apex:
         r = apex["summary"]
@@ -222,10 +235,10 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
     if sync:
         out += ["**`make bench` weight sync** (median ms). *As training pays it*: publish = the "
-                "learner's `get_weights` + sending the server the weights (by value up to 90 KB, "
-                "else `ray.put` + the reference; it does not wait), "
-                "fetch = the worker reading the version answer it asked for one fragment ahead, "
-                "(`ray.get` of a reference) + load. *Blocking*: both sides wait for every reply.", "",
+                "learner's `get_weights` + sending the server the weights (by value up to 0.9 MiB "
+                "in a cluster `init_ray` starts, else `ray.put` + the reference; it does not "
+                "wait), fetch = the worker reading the version answer it asked for one fragment "
+                "ahead + load. *Blocking*: both sides wait for every reply.", "",
                 "| network | KB | publish | fetch | total (target < 2) | blocking total |",
                 "| --- | --- | --- | --- | --- | --- |"]
         out += [f"| {name} | {r['bytes'] / 1024:.0f} | {r['publish_ms_median']:.2f} | "

@@ -5,10 +5,12 @@
 Measured for the DQN Q-network and the SAC actor, on a local Ray instance, two ways:
 
 * **as training pays it** (the target): *publish* is what :meth:`LearnerWorker.publish` costs
-  the learner during training (``get_weights`` + ``ray.put`` + sending the server its reference,
-  without waiting for the answer); *fetch* is what :meth:`RolloutWorker.sync_weights` costs the
+  the learner during training (``get_weights`` + sending the server the weights, without
+  waiting for the answer); *fetch* is what :meth:`RolloutWorker.sync_weights` costs the
   worker at the start of a fragment when a new version is waiting (read the answer it asked for
-  one fragment earlier, ``ray.get`` the stored weights, load them, send the next question).
+  one fragment earlier, load the weights, send the next question). In a cluster started by
+  :func:`rlkit.distributed.cluster.init_ray`, as here, weights up to 0.9 MiB travel by value
+  inside the messages; larger ones are stored with ``ray.put`` and fetched by reference.
 * **blocking latency**: the learner waits for the server to acknowledge, then the worker asks
   and waits (two extra actor round trips): how long until a worker that insists on the newest
   weights has them.

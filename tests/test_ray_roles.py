@@ -55,13 +55,16 @@ def test_roles_as_ray_actors(ray_cluster):
 
 
 def test_large_weights_travel_as_one_stored_object_small_ones_by_value(ray_cluster):
-    from rlkit.distributed.parameter_server import INLINE_BYTES, pack_weights, unpack_weights
+    from rlkit.distributed.parameter_server import (inline_weights_bytes, pack_weights,
+                                                    unpack_weights)
 
-    large = {"w": np.arange(INLINE_BYTES // 4 + 1, dtype=np.float32)}  # just over the limit
+    limit = inline_weights_bytes()
+    assert limit == int(0.9 * 100 * 1024)  # this fixture's cluster keeps Ray's default
+    large = {"w": np.arange(limit // 4 + 1, dtype=np.float32)}  # just over the limit
     packed = pack_weights(large)
     assert isinstance(packed, list) and isinstance(packed[0], ray.ObjectRef)
     np.testing.assert_array_equal(unpack_weights(packed, 30)["w"], large["w"])
-    small = {"w": np.arange(INLINE_BYTES // 4, dtype=np.float32)}  # exactly at the limit
+    small = {"w": np.arange(limit // 4, dtype=np.float32)}  # exactly at the limit
     assert pack_weights(small) is small and unpack_weights(small) is small
 
 

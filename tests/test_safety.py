@@ -61,3 +61,28 @@ def test_local_ray_from_init_ray_keeps_token_auth_on_and_the_token_private():
                          capture_output=True, text=True, timeout=120).stdout.split()
     assert out[-2] == "token"  # ray.init turned token authentication on
     assert out[-1] == oct(0o600)  # and the token file is the owner's alone
+
+
+@pytest.mark.ray
+def test_init_ray_lets_a_256x256_networks_weights_travel_inside_the_messages():
+    """A local cluster from init_ray raises Ray's inline limit to 1 MiB in every Ray process
+    (so 270 KB weights go by value), unless the user set the limit: then theirs holds."""
+    probe = (
+        "import os, numpy as np, ray\n"
+        "from rlkit.distributed.cluster import INLINE_LIMIT_ENV, init_ray\n"
+        "from rlkit.distributed.parameter_server import pack_weights\n"
+        "@ray.remote(num_cpus=0)\n"
+        "def seen():\n"
+        "    w = {'w': np.zeros(270_000 // 4, np.float32)}\n"
+        "    return os.environ.get(INLINE_LIMIT_ENV), isinstance(pack_weights(w), dict)\n"
+        "for preset in (None, '200000'):\n"
+        "    os.environ.pop(INLINE_LIMIT_ENV, None)\n"
+        "    if preset: os.environ[INLINE_LIMIT_ENV] = preset\n"
+        "    init_ray(num_cpus=1)\n"
+        "    print(*ray.get(seen.remote(), timeout=60))\n"
+        "    ray.shutdown()\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_max_direct_call_object_size")}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True, timeout=180).stdout.split()
+    assert out[-4:] == ["1048576", "True", "200000", "False"]

@@ -13,16 +13,22 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from rlkit.distributed.cluster import inline_limit
 from rlkit.types import Weights
 
 #: ``(version, weights)`` or ``None`` when the server holds nothing newer.
 Newer = tuple[int, Weights] | None
 
 
-#: Weights up to this size travel by value inside the calls; larger ones by reference. Ray
-#: sends an argument or a reply smaller than 100 KiB inside the call message itself
-#: (``max_direct_call_object_size``); a bigger one goes through the shared-memory object store.
-INLINE_BYTES = 90_000
+def inline_weights_bytes() -> int:
+    """Weights up to this size travel by value inside the calls; larger ones by reference.
+
+    Ray sends an argument or a reply smaller than its inline limit inside the call message
+    itself; a bigger one goes through the shared-memory object store. The limit is 100 KiB by
+    default and 1 MiB in a cluster started by :func:`rlkit.distributed.cluster.init_ray`; 10%
+    of it is left for the serialisation's own bytes.
+    """
+    return int(0.9 * inline_limit())
 
 
 def weights_nbytes(weights: Weights) -> int:
@@ -36,7 +42,9 @@ def pack_weights(weights: Weights) -> Any:
     ``ray.put``; every worker fetches the same object, the server never copies the arrays)."""
     import ray
 
-    return weights if weights_nbytes(weights) <= INLINE_BYTES else [ray.put(weights)]
+    if weights_nbytes(weights) <= inline_weights_bytes():
+        return weights
+    return [ray.put(weights)]
 
 
 def unpack_weights(payload: Any, timeout_s: float | None = None) -> Weights:

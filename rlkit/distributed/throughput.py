@@ -148,14 +148,24 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
 
 
 def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
-                              envs_per_worker: int = 8) -> float:
+                              envs_per_worker: int = 8, epsilon: float = EPSILON,
+                              barrier: Any = None) -> float:
     """Env steps per second of the same rollout loop in this process, no Ray: the ceiling one
-    worker could reach if inter-process communication were free."""
+    worker could reach if inter-process communication were free.
+
+    Args:
+        config, seconds, envs_per_worker: The run's settings, the measuring time, the envs.
+        epsilon: The exploration rate while measuring.
+        barrier: If given (a ``multiprocessing.Barrier``), wait at it after the warm-up, so
+            that several processes measure over the same interval.
+    """
     worker = RolloutWorker(DQNSpec(config), 0, num_envs=envs_per_worker)
-    worker.collect(10, EPSILON)
+    worker.collect(10, epsilon)
+    if barrier is not None:
+        barrier.wait(timeout=TIMEOUT_S)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        steps += worker.collect(1000, EPSILON)[1].num_steps
+        steps += worker.collect(1000, epsilon)[1].num_steps
     return steps / (time.perf_counter() - start)
 
 
