@@ -5,10 +5,9 @@
 Measures, in one run: the raw environment loop with random actions (one process); the same
 8-env loop with the policy forward (a fresh process without Ray: the per-worker ceiling); the
 naive per-step Ray design; the batched design with 1, 2, 4, ... workers up to the logical
-cores. The
-efficiency of k workers is their rate / (k x the one-process env+policy rate). Then one worker
-with 64 envs (CartPole's native gymnasium vector env steps them all in a few numpy operations)
-against its own one-process loop, and its ratio to the naive design.
+cores. The efficiency of k workers is their rate / (k x the one-process env+policy rate). Then
+one worker with 64 envs (CartPole's native gymnasium vector env steps them all in a few numpy
+operations) against its own one-process loop, and its ratio to the naive design.
 
 Where an efficiency below 1 comes from, measured in the same run for each k: the same loop in
 ``k`` plain processes at once (no Ray: what the cores themselves give, the machine's parallel
@@ -24,6 +23,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import queue
 import statistics
 import time
 from typing import Any
@@ -57,7 +57,17 @@ def plain_processes_rate(k: int, seconds: float) -> float:
     for child in children:
         child.start()
     try:
-        return sum(out.get(timeout=120 + seconds) for _ in children)
+        rates: list[float] = []
+        deadline = time.perf_counter() + 120 + seconds
+        while len(rates) < k:
+            try:
+                rates.append(out.get(timeout=1.0))
+            except queue.Empty:
+                failed = [c.exitcode for c in children if c.exitcode not in (None, 0)]
+                if failed or time.perf_counter() > deadline:
+                    raise RuntimeError(f"a plain rollout process failed (exit codes {failed}) "
+                                       "or gave no rate within 120 s") from None
+        return sum(rates)
     finally:
         for child in children:
             child.join(timeout=30)
@@ -105,13 +115,36 @@ def raw_env_rate(seconds: float) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def plot(result: dict[str, Any]) -> None:
+    """``benchmarks/results/rollout.png`` from the numbers :func:`main` writes."""
+    import matplotlib.pyplot as plt
+
+    from rlkit.plotting import legend_below
+
+    ceiling, runs = result["single_process_env_plus_policy"], result["efficiency_runs"]
+    ks = [int(k) for k in result["batched"]]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(ks, list(result["batched"].values()), "o-", label="batched Ray workers")
+    for design, label in (("plain", "k plain processes, no Ray"),
+                          ("actors", "k Ray actors, no calls")):
+        ax.plot(ks, [runs[design][str(k)]["median"] * k * ceiling for k in ks], ".:",
+                label=label)
+    ax.plot(ks, [k * ceiling for k in ks], "k--", lw=1, label="ideal: k x one process")
+    ax.axhline(result["naive_per_step_calls"], color="C3", label="naive, 1 worker")
+    ax.set_xticks(ks)
+    ax.set_xlabel("workers"); ax.set_ylabel("env steps / s"); ax.grid(alpha=.3)
+    legend_below(ax)
+    cores = result.get("machine", {}).get("logical_cores", os.cpu_count())
+    ax.set_title(f"rollout throughput, {cores} logical cores (median of {result['repeats']})")
+    save_plot(fig, "rollout")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    import matplotlib.pyplot as plt
     import ray
 
     from rlkit.algos.dqn import DQNConfig
@@ -128,6 +161,7 @@ def main() -> None:
     ceilings: list[float] = []
     runs: dict[str, dict[str, list[float]]] = {
         design: {str(k): [] for k in counts} for design in ("batched", "plain", "actors")}
+    batched_rates: dict[str, list[float]] = {str(k): [] for k in counts}
     init_ray()
     try:
         naive = naive_rollout_throughput(config, args.seconds)
@@ -141,6 +175,7 @@ def main() -> None:
                                                                FRAGMENT_STEPS, ENVS_PER_WORKER),
                          "plain": ceiling if k == 1 else plain_processes_rate(k, args.seconds),
                          "actors": actors_rate(k, args.seconds, cpus)}
+                batched_rates[str(k)].append(rates["batched"])
                 for design, rate in rates.items():
                     runs[design][str(k)].append(rate / (k * ceiling))
                 print(f"{k} workers: " + ", ".join(f"{d} {r:,.0f} steps/s ({r / (k * ceiling):.2f})"
@@ -150,8 +185,8 @@ def main() -> None:
         ray.shutdown()
     ceiling = statistics.median(ceilings)
     efficiency = {k: statistics.median(v) for k, v in runs["batched"].items()}
-    batched = {k: e * int(k) * ceiling for k, e in efficiency.items()}
-    write_result("rollout", {
+    batched = {k: statistics.median(v) for k, v in batched_rates.items()}  # measured rates
+    result = {
         "seconds_per_measurement": args.seconds, "repeats": args.repeats,
         "raw_env_random_actions": raw,
         "single_process_env_plus_policy": ceiling, "single_process_runs": ceilings,
@@ -167,26 +202,15 @@ def main() -> None:
                  "2 calls in flight per worker; 64 envs: 8192-step fragments. Efficiencies: "
                  "median over the repeats, each against the one-process loop measured just "
                  "before; plain = k plain processes running the loop at once (no Ray), "
-                 "actors = k Ray actors running it with no Ray call while stepping"})
+                 "actors = k Ray actors running it with no Ray call while stepping"}
+    write_result("rollout", result)
     for k in batched:
         print(f"{k} workers: batched {batched[k]:,.0f} steps/s, efficiency {efficiency[k]:.2f} "
               f"(plain processes {statistics.median(runs['plain'][k]):.2f}, actors without "
               f"calls {statistics.median(runs['actors'][k]):.2f})")
     print(f"1 worker, 64 envs: {wide:,.0f} steps/s = {wide / naive:.0f}x naive, "
           f"efficiency {wide / wide_ceiling:.2f}")
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ks = [int(k) for k in batched]
-    ax.plot(ks, list(batched.values()), "o-", label="batched Ray workers")
-    for design, label in (("plain", "k plain processes, no Ray"),
-                          ("actors", "k Ray actors, no calls")):
-        ax.plot(ks, [statistics.median(runs[design][str(k)]) * k * ceiling for k in ks], ".:",
-                label=label)
-    ax.plot(ks, [k * ceiling for k in ks], "k--", lw=1, label="ideal: k x one process")
-    ax.axhline(naive, color="C3", label="naive, 1 worker")
-    ax.set_xticks(ks)
-    ax.set_xlabel("workers"); ax.set_ylabel("env steps / s"); ax.grid(alpha=.3); ax.legend()
-    ax.set_title(f"rollout throughput, {cores} logical cores (median of {args.repeats})")
-    save_plot(fig, "rollout")
+    plot(result)
 
 
 if __name__ == "__main__":
