@@ -179,15 +179,21 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
         runs = rollout.get("efficiency_runs")
         if runs:
+            large = rollout.get("large_fragment_steps")
+            base = rollout.get("fragment_steps", 2000)
+            designs = [("plain", "plain processes"), ("actors", "Ray actors, no calls"),
+                       ("batched", f"batched, {base}-step fragments")]
+            if large and "batched_large_fragments" in runs:
+                designs.append(("batched_large_fragments", f"batched, {large}-step fragments"))
             out += [f"Where the efficiency goes (median of {rollout['repeats']} interleaved "
                     "runs [range], each against the one-process loop measured just before it): "
                     "the same loop in k plain processes at once (no Ray), in k Ray actors with "
                     "no call while they step, and the batched design.", "",
-                    "| workers | plain processes | Ray actors, no calls | batched design |",
-                    "| --- | --- | --- | --- |"]
+                    "| workers | " + " | ".join(label for _, label in designs) + " |",
+                    "| --- |" + " --- |" * len(designs)]
             out += [f"| {k} | " + " | ".join(
-                f"{r[k]['median']:.2f} [{r[k]['min']:.2f}-{r[k]['max']:.2f}]"
-                for r in (runs["plain"], runs["actors"], runs["batched"])) + " |"
+                f"{runs[d][k]['median']:.2f} [{runs[d][k]['min']:.2f}-{runs[d][k]['max']:.2f}]"
+                for d, _ in designs) + " |"
                 for k in runs["batched"]]
             out += [""]
     apex = _load(bench / "apex.json")

@@ -34,6 +34,9 @@ from benchmarks.common import save_plot, write_result
 
 ENVS_PER_WORKER = 8
 FRAGMENT_STEPS = 2000
+#: Also measured: fragments this many times longer, which pay the fixed cost of a call
+#: (the driver, the buffer actor, the parameter-server poll) less often per env step.
+LARGE_FRAGMENT_FACTOR = 4
 
 
 def loop_rate(seconds: float, envs: int = ENVS_PER_WORKER, barrier: Any = None) -> float:
@@ -160,7 +163,8 @@ def main() -> None:
     counts = sorted({1, 2, *[2**i for i in range(2, 8) if 2**i <= cores], cores})
     ceilings: list[float] = []
     runs: dict[str, dict[str, list[float]]] = {
-        design: {str(k): [] for k in counts} for design in ("batched", "plain", "actors")}
+        design: {str(k): [] for k in counts}
+        for design in ("batched", "batched_large_fragments", "plain", "actors")}
     batched_rates: dict[str, list[float]] = {str(k): [] for k in counts}
     init_ray()
     try:
@@ -173,6 +177,9 @@ def main() -> None:
                 cpus = plan_resources(k, ray.cluster_resources()["CPU"]).worker_cpus
                 rates = {"batched": batched_rollout_throughput(config, k, args.seconds,
                                                                FRAGMENT_STEPS, ENVS_PER_WORKER),
+                         "batched_large_fragments": batched_rollout_throughput(
+                             config, k, args.seconds, LARGE_FRAGMENT_FACTOR * FRAGMENT_STEPS,
+                             ENVS_PER_WORKER),
                          "plain": ceiling if k == 1 else plain_processes_rate(k, args.seconds),
                          "actors": actors_rate(k, args.seconds, cpus)}
                 batched_rates[str(k)].append(rates["batched"])
@@ -198,8 +205,12 @@ def main() -> None:
         "efficiency_64_envs": wide / wide_ceiling, "batched_64_envs_vs_naive": wide / naive,
         "batched_8_envs_vs_naive": batched["1"] / naive,
         "policy": f"DQN Q-network {config.hidden}, epsilon 0.1",
+        "fragment_steps": FRAGMENT_STEPS,
+        "large_fragment_steps": LARGE_FRAGMENT_FACTOR * FRAGMENT_STEPS,
         "notes": f"batched: {ENVS_PER_WORKER} envs per worker, {FRAGMENT_STEPS}-step fragments, "
-                 "2 calls in flight per worker; 64 envs: 8192-step fragments. Efficiencies: "
+                 "2 calls in flight per worker; batched_large_fragments: "
+                 f"{LARGE_FRAGMENT_FACTOR * FRAGMENT_STEPS}-step fragments; 64 envs: "
+                 "8192-step fragments. Efficiencies: "
                  "median over the repeats, each against the one-process loop measured just "
                  "before; plain = k plain processes running the loop at once (no Ray), "
                  "actors = k Ray actors running it with no Ray call while stepping"}

@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        steps = [["benchmarks.rollout", "--seconds", "1"],
+        steps = [["benchmarks.rollout", "--seconds", "1", "--repeats", "1"],
                  ["benchmarks.learner", "--seconds", "1"],
                  ["benchmarks.weight_sync", "--repeats", "50"],
                  ["benchmarks.time_to_solve", "--algos", "sac", "--seeds", "0"],

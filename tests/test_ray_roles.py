@@ -58,8 +58,7 @@ def test_large_weights_travel_as_one_stored_object_small_ones_by_value(ray_clust
     from rlkit.distributed.parameter_server import (inline_weights_bytes, pack_weights,
                                                     unpack_weights)
 
-    limit = inline_weights_bytes()
-    assert limit == int(0.9 * 100 * 1024)  # this fixture's cluster keeps Ray's default
+    limit = inline_weights_bytes()  # 92 KB under Ray's default limit, which this fixture keeps
     large = {"w": np.arange(limit // 4 + 1, dtype=np.float32)}  # just over the limit
     packed = pack_weights(large)
     assert isinstance(packed, list) and isinstance(packed[0], ray.ObjectRef)
