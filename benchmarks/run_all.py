@@ -2,7 +2,7 @@
 
     python -m benchmarks.run_all [--quick]
 
-Full: about 20 minutes on a 2-core CPU (five seeds per algorithm for time-to-solve; the lever
+Full: about 25 minutes on a 2-core CPU (five seeds per algorithm for time-to-solve; the lever
 study, `python -m benchmarks.levers`, is run on its own: about 30 minutes per algorithm).
 ``--quick``: shorter measurement windows and one SAC seed for time-to-solve, about 3 minutes;
 for checking that the harness works, not for quoting numbers. It writes to
