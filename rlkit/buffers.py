@@ -109,6 +109,7 @@ class ReplayBuffer:
             self.actions = np.zeros((capacity, action_dim), dtype=np.float32)
         self.rewards = np.zeros((capacity,), dtype=np.float32)
         self.terminations = np.zeros((capacity,), dtype=np.float32)
+        self.n_step = n_step
         self.fields = _FIELDS + (("discounts",) if n_step else ())
         if n_step:
             self.discounts = np.zeros((capacity,), dtype=np.float32)
@@ -144,7 +145,7 @@ class ReplayBuffer:
         as adding them one by one would. An n-step buffer takes only ``NStepBatch``es.
         """
         if len(batch._fields) != len(self.fields):
-            want = "NStepBatch" if len(self.fields) > len(_FIELDS) else "Batch"
+            want = "NStepBatch" if self.n_step else "Batch"
             raise ValueError(f"this buffer stores {want}es, got a {type(batch).__name__}. Fix: "
                              "build the buffer with n_step=True for n-step transitions (and "
                              "pass those only), or n_step=False for one-step ones.")
@@ -192,7 +193,7 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty ReplayBuffer. Fix: add transitions "
                              "first (learning_starts must be at least the batch size).")
         idx = self.rng.integers(0, self.size, size=batch_size)
-        if len(self.fields) > len(_FIELDS):
+        if self.n_step:
             return NStepBatch(*(getattr(self, name)[idx] for name in self.fields))
         return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
                      self.terminations[idx])

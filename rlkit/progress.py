@@ -13,10 +13,14 @@ ends red at the step it reached.
 from __future__ import annotations
 
 import html
+import math
 import time
 from typing import Any
 
 COLORS = {"running": "#1f77b4", "done": "#2ca02c", "stopped": "#d62728"}
+#: Least seconds between two redraws of a running bar (each one is a message to the front end;
+#: the distributed drivers report many fragments a second). The end state is always drawn.
+MIN_REDRAW_S = 0.1
 
 
 def in_notebook() -> bool:
@@ -66,11 +70,13 @@ class ProgressBar:
         self.postfix: dict[str, str] = {}
         self.start = time.perf_counter()
         self.handle: Any = None  # the notebook's display handle
+        self.drawn_at = -math.inf  # when the handle was last redrawn
         self.text_bar: Any = None  # tqdm, in a terminal
         if enabled and in_notebook():
             from IPython.display import HTML, display
 
             self.handle = display(HTML(self.html("running")), display_id=True)
+            self.drawn_at = time.perf_counter()
         elif enabled:
             from tqdm import tqdm
 
@@ -87,10 +93,12 @@ class ProgressBar:
             self.text_bar.update(step - self.n)
             self.text_bar.set_postfix(self.postfix, refresh=False)
         self.n = step
-        if self.handle is not None:
+        now = time.perf_counter()
+        if self.handle is not None and now - self.drawn_at >= MIN_REDRAW_S:
             from IPython.display import HTML
 
             self.handle.update(HTML(self.html("running")))
+            self.drawn_at = now
 
     def close(self, solved: bool = False, **postfix: str) -> None:
         """Draw the end state: green if ``solved`` or the budget is used up, red otherwise;

@@ -50,6 +50,16 @@ def test_close_updates_the_display_with_the_end_state():
         assert len(handle.shown) == 2
 
 
+def test_a_running_bar_redraws_at_most_every_min_redraw_s_but_always_draws_its_end():
+    bar = ProgressBar(False, 10_000, 0, "DQN")
+    handle = bar.handle = _Handle()
+    for step in range(100, 2_100, 100):  # 20 reports in far less than MIN_REDRAW_S
+        bar.update(step)
+    assert len(handle.shown) == 1 and "100 / 10,000" in handle.shown[0]
+    bar.close(False)
+    assert len(handle.shown) == 2 and "2,000 / 10,000" in handle.shown[1]
+
+
 def test_the_terminal_bar_ends_at_its_total_when_solved(capsys):
     bar = ProgressBar(True, 10_000, 0, "DQN")  # pytest is not a notebook: a tqdm text bar
     assert bar.handle is None and bar.text_bar is not None
