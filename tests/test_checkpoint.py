@@ -2,6 +2,10 @@
 
 import copy
 import dataclasses
+import os
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -10,7 +14,7 @@ import torch
 from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
 from rlkit.types import Batch
 from rlkit.common import next_multiple
-from rlkit.train.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.train.checkpoint import interrupts_deferred, load_checkpoint, save_checkpoint
 from rlkit.algos.dqn import DQNConfig, DQNLearner
 from rlkit.train import train_dqn
 from rlkit.metrics import History
@@ -119,3 +123,34 @@ def test_resume_refusals_name_the_problem(tmp_path):
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="not a readable rlkit checkpoint"):
         load_checkpoint(tmp_path / "junk.pt", "DQN", CFG)
+
+
+def test_an_interrupt_inside_the_bookkeeping_is_delivered_when_it_ends():
+    before = signal.getsignal(signal.SIGINT)
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a Python signal handler runs within this
+            done.append("the rest of the block")  # ... and did not cut it short
+    assert done == ["the rest of the block"]
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is back
+    with interrupts_deferred():  # no interrupt: nothing raised
+        done.append("again")
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_interrupts_deferred_is_a_no_op_off_the_main_thread():
+    errors = []
+
+    def body():
+        try:
+            with interrupts_deferred():
+                pass  # signal.signal would raise ValueError here
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert errors == []

@@ -30,8 +30,8 @@ from rlkit.distributed.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError, 
 from rlkit.envs import make_env, space_dims
 from rlkit.metrics import History
 from rlkit.progress import ProgressBar
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, load_checkpoint,
-                                    save_on_interrupt, updates_owed)
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, interrupts_deferred,
+                                    load_checkpoint, save_on_interrupt, updates_owed)
 from rlkit.types import OffPolicyAlgorithm, Weights
 
 if TYPE_CHECKING:
@@ -149,14 +149,15 @@ class OffPolicyRun:
             if stats is None:  # the worker failed; it was restarted
                 self.launch(i)
                 continue
-            self.env_steps += stats.num_steps
+            with interrupts_deferred():  # a checkpoint sees the count and the transitions
+                self.env_steps += stats.num_steps
+                # Rate limiter: ask the learner for exactly the updates these env steps allow.
+                due = updates_owed(self.env_steps, self.config, self.resumed)
+                self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
+                    batch_ref, due - self.updates_asked))
+                self.updates_asked = due
             for episode_return in stats.episode_returns:
                 self.history.log_episode(self.env_steps, self.clock(), episode_return)
-            # Rate limiter: ask the learner for exactly the updates these env steps allow.
-            due = updates_owed(self.env_steps, self.config, self.resumed)
-            self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
-                batch_ref, due - self.updates_asked))
-            self.updates_asked = due
             while len(self.learner_calls) > self.opts.max_learner_lag:
                 self.learner_result(self.learner_calls.popleft())
             if self.checkpointer.due(self.updates_asked):

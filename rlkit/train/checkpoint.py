@@ -18,6 +18,8 @@ continues the same training but is not bit-identical to a run that was never int
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -227,6 +229,30 @@ def save_on_interrupt(save: Callable[[], Path | None], env_steps: Callable[[], i
         except Exception as error:  # noqa: BLE001 - the interrupt is what matters
             print(f"interrupted; no checkpoint saved ({type(error).__name__}: {error})")
         raise
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold back a Ctrl-C (``SIGINT``, JupyterLab's stop button) that arrives inside the block
+    until the block has ended, then deliver it.
+
+    Wraps bookkeeping that a checkpoint must see whole: transitions handed to the buffer and
+    the env-step count that says how many there are. An interrupt between the two would save
+    a checkpoint whose count and buffer disagree. Outside the main thread (where Python
+    delivers signals), or where the handler was not set from Python, it does nothing.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is None):
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # now, through the handler that was there
 
 
 def updates_owed(env_steps: int, config: Any, resumed: Checkpoint | None) -> int:

@@ -28,7 +28,8 @@ from rlkit.nstep import fragment_transitions
 from rlkit.progress import ProgressBar
 from rlkit.rollout import EnvRunner
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
-                                    load_checkpoint, save_on_interrupt, updates_owed)
+                                    interrupts_deferred, load_checkpoint, save_on_interrupt,
+                                    updates_owed)
 from rlkit.types import OffPolicyAlgorithm
 
 
@@ -121,8 +122,9 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
             while step < config.total_steps and not solved:
                 n = min(config.train_every, config.total_steps - step)
                 fragment = runner.run(n, policy)
-                buffer.add_batch(transitions(fragment))
-                step += len(fragment.batch)  # n: one env, and reset steps are not counted
+                with interrupts_deferred():  # a checkpoint sees both or neither
+                    buffer.add_batch(transitions(fragment))
+                    step += len(fragment.batch)  # n: one env, reset steps are not counted
                 for ret in fragment.episode_returns:
                     history.log_episode(step, clock(), ret)
                 if learner.updates < updates_owed(step, config, resumed):
