@@ -77,7 +77,7 @@ def train_impala_ray(config: IMPALAConfig, progress: bool = False,
         runs = {sup[f"actor {i}"].run.remote(): i for i in range(config.num_actors)}
         state: dict[str, Any] = {"env_steps": 0, "lags": [], "eval_return": float("nan"),
                                  "solved": False, "updates": 0, "busy": 0.0, "learner_wait": 0.0,
-                                 "weights": {}}
+                                 "eval_seconds": 0.0, "weights": {}}
         bar = ProgressBar(progress, config.total_steps, 0, "IMPALA (Ray)")
         train = [sup["learner"].train.remote(UPDATES_PER_CALL) for _ in range(2)]
         start = time.perf_counter()
@@ -112,7 +112,8 @@ def train_impala_ray(config: IMPALAConfig, progress: bool = False,
                         sup.restart_count("actor"), int(queue_stats["high_water"]),
                         float(queue_stats["wait_seconds"]),
                         {"learner_busy_seconds": state["busy"],
-                         "learner_wait_seconds": state["learner_wait"]})
+                         "learner_wait_seconds": state["learner_wait"],
+                         "eval_seconds": state["eval_seconds"]})
 
 
 def record(state: dict[str, Any], stats: dict[str, Any], history: History, start: float) -> None:
@@ -131,13 +132,16 @@ def record(state: dict[str, Any], stats: dict[str, Any], history: History, start
 def maybe_evaluate(state: dict[str, Any], weights: Weights, config: IMPALAConfig,
                    obs_dim: int, n_actions: int, history: History, start: float) -> None:
     """A greedy evaluation, here in the driver, of the weights that the env steps consumed so
-    far trained, once per ``eval_every`` consumed env steps and at the end of the budget."""
+    far trained, once per ``eval_every`` consumed env steps and at the end of the budget; its
+    seconds are added up in ``state["eval_seconds"]``."""
     evals = len(history.eval_steps)
     last = history.eval_steps[-1] if evals else 0
     if not (state["env_steps"] >= next_multiple(last, config.eval_every)
             or state["env_steps"] >= config.total_steps):
         return
+    begin = time.perf_counter()
     mean, std = greedy_eval(weights, obs_dim, n_actions, config, evals)
+    state["eval_seconds"] += time.perf_counter() - begin
     history.log_eval(state["env_steps"], time.perf_counter() - start, mean, std)
     state["eval_return"] = mean
     state["solved"] = config.target_return is not None and mean >= config.target_return

@@ -65,6 +65,16 @@ class IMPALAResult:
         """Env steps the learner consumed per wall-clock second of training."""
         return self.env_steps / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
+    @property
+    def consumption_steps_per_second(self) -> float:
+        """Env steps consumed per second of training with the driver's evaluation seconds
+        (``extra["eval_seconds"]``, Ray runs) taken out: the learner's throughput. Exact for a
+        run whose only evaluation is the final one, at the end of the budget (nothing consumed
+        while it runs is counted); mid-run evaluations overlap training, so there it reads
+        high."""
+        seconds = self.wall_seconds - float(self.extra.get("eval_seconds", 0.0))
+        return self.env_steps / seconds if seconds > 0 else 0.0
+
 
 def actor_seed(config: IMPALAConfig, index: int, restart: int = 0) -> int:
     """Seed of actor ``index`` (a restarted actor gets a fresh stream)."""
