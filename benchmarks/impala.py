@@ -4,8 +4,9 @@ single-process rollout ceiling.
 Writes ``benchmarks/results/impala.json``. Each seed trains with the default ``IMPALAConfig``
 (same settings for every seed) and stops at its first greedy evaluation (20 episodes) >= 475;
 "seconds to solve" count from the end of the actors' start-up, evaluations included. The
-throughput run trains for a fixed budget with no evaluations, so the learner's consumption
-(env steps per second) is measured alone; the ceiling is one actor's loop (same envs, same
+throughput run trains for a fixed budget with no evaluation until its end (the driver always
+evaluates the final weights; those seconds are left out), so the learner's consumption (env
+steps per second) is measured alone; the ceiling is one actor's loop (same envs, same
 network) in one process with no Ray and no learning.
 
     python -m benchmarks.impala [--seeds 0,1,2] [--throughput-steps 400000]
