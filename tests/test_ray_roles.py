@@ -10,10 +10,10 @@ from conftest import our_ray_processes, wait_until_no_actors
 ray = pytest.importorskip("ray")
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec  # noqa: E402
-from rlkit.common import updates_due  # noqa: E402
+from rlkit.common import eval_seed, updates_due  # noqa: E402
 from rlkit.distributed.driver import train_dqn_ray  # noqa: E402
 from rlkit.distributed.parameter_server import ParameterServer, RayChannel  # noqa: E402
-from rlkit.distributed.roles import LearnerWorker, RolloutWorker  # noqa: E402
+from rlkit.distributed.roles import Evaluator, LearnerWorker, RolloutWorker  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -76,11 +76,24 @@ def test_train_dqn_ray_short_run_holds_the_update_ratio(ray_cluster):
     assert np.isfinite(result.history.losses).all() and result.worker_restarts == 0
 
 
+def test_a_solved_run_returns_the_weights_that_reached_the_target(ray_cluster):
+    # any policy scores >= 1 on CartPole: the first evaluation (at 1000 env steps) solves it,
+    # while the learner goes on training until the evaluator's answer is back
+    cfg = dataclasses.replace(CFG, target_return=1.0, eval_episodes=5)
+    result = train_dqn_ray(cfg, num_workers=2, fragment_steps=100)
+    assert result.solved and result.history.eval_steps == [1000]
+    assert result.env_steps > 1000  # fragments kept arriving during the evaluation
+    scored = Evaluator(DQNSpec(cfg)).evaluate(result.weights, cfg.eval_episodes,
+                                              eval_seed(cfg.seed, 0, cfg.eval_episodes))
+    assert float(np.mean(scored)) == result.eval_return  # the same snapshot, the same episodes
+
+
 def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
     result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100, kill_worker_at_step=1000)
     assert result.worker_restarts == 1
     assert any("worker 0 failed" in e and "restarted" in e for e in result.history.events)
     assert result.env_steps == 3000  # the lost fragment was collected again
+    assert result.transitions_stored == 3000  # ... and stored once, the lost one never
     assert result.updates == updates_due(3000, CFG.learning_starts, CFG.train_every)
 
 

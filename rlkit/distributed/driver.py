@@ -59,8 +59,8 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     parameter server and an evaluator; ``options`` are :class:`RayOptions` fields.
 
     The rate limiter: after ``E`` env steps the learner has been asked for exactly
-    ``floor((E - learning_starts) / train_every)`` updates, the same ratio as the single-process
-    loop; and at most ``max_learner_lag`` learner calls may be queued, so workers cannot run
+    :func:`rlkit.common.updates_due` updates (the multiples of ``train_every`` past
+    ``learning_starts``), the same ratio as the single-process loop; and at most ``max_learner_lag`` learner calls may be queued, so workers cannot run
     ahead of learning on a machine where acting is faster.
 
     Faults: a rollout worker that dies or whose environment raises is restarted with a fresh
@@ -123,13 +123,14 @@ class OffPolicyRun:
         self.in_flight: dict[ObjectRef, tuple[int, ObjectRef, int]] = {}
         self.learner_calls: deque[ObjectRef] = deque()
         self.eval_ref: ObjectRef | None = None
+        self.eval_weights: ObjectRef | None = None  # the snapshot the pending evaluation scores
         self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, self.config.eval_every)
         self.solved, self.eval_return = False, math.nan
         self.learner_busy, self.startup_seconds, self.device = 0.0, 0.0, "cpu"
         self.started, self.start_time = False, time.perf_counter()
         self.bar = ProgressBar(False, 0, 0, "")
         self.weights: Weights = {}
-        self.updates = self.updates_asked
+        self.updates, self.stored = self.updates_asked, 0
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -166,7 +167,8 @@ class OffPolicyRun:
             if self.env_steps >= self.next_eval and self.eval_ref is None:
                 self.eval_at = self.env_steps
                 self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
-                self.eval_ref = self.evaluate(self.supervisor["learner"].get_weights.remote())
+                self.eval_weights = self.supervisor["learner"].get_weights.remote()
+                self.eval_ref = self.evaluate(self.eval_weights)
             self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
                             eval=f"{self.eval_return:.0f}")
             self.launch(i)
@@ -222,7 +224,8 @@ class OffPolicyRun:
                 raise self.supervisor.learner_failed(error, "sending weights to the "
                                                             "evaluator") from error
             self.supervisor.restart("evaluator", error, self.env_steps)
-            self.eval_ref = self.evaluate(self.supervisor["learner"].get_weights.remote())
+            self.eval_weights = self.supervisor["learner"].get_weights.remote()
+            self.eval_ref = self.evaluate(self.eval_weights)
             return
         self.eval_ref, self.eval_return = None, float(np.mean(returns))
         self.history.log_eval(self.eval_at, self.clock(), self.eval_return, float(np.std(returns)))
@@ -275,15 +278,20 @@ class OffPolicyRun:
                                f"{algo.name}, {self.num_workers} workers")
 
     def finish(self) -> None:
-        """Drain the learner, fetch the final weights, and evaluate them unless the last
-        evaluation already saw them (one retry with a restarted evaluator)."""
+        """Drain the learner and fetch the weights the run returns: on a solve, the snapshot
+        that reached the target (the learner kept training while it was evaluated, and those
+        later weights were never scored); otherwise the final weights, evaluated unless the
+        last evaluation already saw them (one retry with a restarted evaluator)."""
         from ray.exceptions import RayError
 
         sup = self.supervisor
         while self.learner_calls:
             self.learner_result(self.learner_calls.popleft())
-        self.weights = sup.get(sup["learner"].get_weights.remote(), "learner",
-                               "sending its final weights")
+        if self.solved and self.eval_weights is not None:
+            self.weights = sup.get(self.eval_weights, "learner", "sending the solving weights")
+        else:
+            self.weights = sup.get(sup["learner"].get_weights.remote(), "learner",
+                                   "sending its final weights")
         steps = self.history.eval_steps
         if not self.solved and (not steps or steps[-1] != self.env_steps):
             for attempt in range(2):
@@ -301,6 +309,7 @@ class OffPolicyRun:
             target = self.config.target_return
             self.solved = target is not None and self.eval_return >= target
         self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
+        self.stored = sup.get(sup["learner"].num_stored.remote(), "learner", "finishing")
         self.save()
 
     def save(self) -> Path | None:
@@ -322,4 +331,4 @@ class OffPolicyRun:
         return RayResult(self.history, self.solved, self.eval_return, self.env_steps,
                          self.clock(), self.updates, sup.restart_count("rollout worker"),
                          self.weights, self.learner_busy, self.startup_seconds, self.device,
-                         sup.restarts.get("evaluator", 0), self.checkpointer.last)
+                         sup.restarts.get("evaluator", 0), self.checkpointer.last, self.stored)

@@ -84,11 +84,12 @@ class RayResult:
     wall_seconds: float
     updates: int
     worker_restarts: int
-    weights: Weights
+    weights: Weights  # on a solve, the snapshot that reached the target; else the final ones
     learner_busy_seconds: float  # time the learner spent inside add_and_train
     startup_seconds: float  # actor start-up before the training clock started
     device: str  # where the learner ran, e.g. "cpu" or "cuda: NVIDIA H100 ..."
     evaluator_restarts: int = 0
     checkpoint: Path | None = None  # the last checkpoint written
+    transitions_stored: int = 0  # in the learner's replay buffer at the end (capacity-capped)
 
 

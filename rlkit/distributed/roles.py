@@ -265,6 +265,10 @@ class LearnerWorker:
     def num_updates(self) -> int:
         return self.learner.updates
 
+    def num_stored(self) -> int:
+        """Transitions in the replay buffer (at most its capacity)."""
+        return len(self.buffer)
+
     def ping(self) -> bool:
         return True
 
