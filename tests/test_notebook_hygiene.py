@@ -22,6 +22,15 @@ def test_stored_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_cell_has_a_unique_id(path):
+    # nbformat 4.5 requires cell ids (nbformat warns today and will refuse later)
+    nb = json.loads(path.read_text())
+    ids = [cell.get("id") for cell in nb["cells"]]
+    assert all(ids), f"{path.name}: cells {[i for i, x in enumerate(ids) if not x]} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: cell ids repeat"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_shape_objectives_checks_summary_exercises(path):
     nb = json.loads(path.read_text())
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
