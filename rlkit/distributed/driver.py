@@ -60,8 +60,9 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
 
     The rate limiter: after ``E`` env steps the learner has been asked for exactly
     :func:`rlkit.common.updates_due` updates (the multiples of ``train_every`` past
-    ``learning_starts``), the same ratio as the single-process loop; and at most ``max_learner_lag`` learner calls may be queued, so workers cannot run
-    ahead of learning on a machine where acting is faster.
+    ``learning_starts``), the same ratio as the single-process loop; and at most
+    ``max_learner_lag`` learner calls may be queued, so workers cannot run ahead of learning on
+    a machine where acting is faster.
 
     Faults: a rollout worker that dies or whose environment raises is restarted with a fresh
     seed, and the evaluator likewise (each at most ``max_restarts`` times); every restart is
