@@ -245,7 +245,7 @@ def render(results: Path, timing: dict) -> str:
                 "in a cluster `init_ray` starts, else `ray.put` + the reference; it does not "
                 "wait), fetch = the worker reading the version answer it asked for one fragment "
                 "ahead + load. *Blocking*: both sides wait for every reply.", "",
-                "| network | KB | publish | fetch | total (target < 2) | blocking total |",
+                "| network | KiB | publish | fetch | total (target < 2) | blocking total |",
                 "| --- | --- | --- | --- | --- | --- |"]
         out += [f"| {name} | {r['bytes'] / 1024:.0f} | {r['publish_ms_median']:.2f} | "
                 f"{r['fetch_ms_median']:.2f} | {r['total_ms_median']:.2f} | "

@@ -168,8 +168,7 @@ class OffPolicyRun:
             if self.env_steps >= self.next_eval and self.eval_ref is None:
                 self.eval_at = self.env_steps
                 self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
-                self.eval_weights = self.supervisor["learner"].get_weights.remote()
-                self.eval_ref = self.evaluate(self.eval_weights)
+                self.eval_ref = self.evaluate()
             self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
                             eval=f"{self.eval_return:.0f}")
             self.launch(i)
@@ -206,7 +205,11 @@ class OffPolicyRun:
         if not math.isnan(metrics["loss"]):
             self.history.log_loss(self.env_steps, metrics["loss"])
 
-    def evaluate(self, weights: ObjectRef | Weights) -> ObjectRef:
+    def evaluate(self, weights: ObjectRef | Weights | None = None) -> ObjectRef:
+        """Score ``weights``; by default a snapshot of the learner's weights now, kept in
+        ``eval_weights`` (the run's result if this evaluation solves it)."""
+        if weights is None:
+            weights = self.eval_weights = self.supervisor["learner"].get_weights.remote()
         c = self.config
         seed = eval_seed(c.seed, len(self.history.eval_steps), c.eval_episodes)
         return self.supervisor["evaluator"].evaluate.remote(weights, c.eval_episodes, seed)
@@ -225,8 +228,7 @@ class OffPolicyRun:
                 raise self.supervisor.learner_failed(error, "sending weights to the "
                                                             "evaluator") from error
             self.supervisor.restart("evaluator", error, self.env_steps)
-            self.eval_weights = self.supervisor["learner"].get_weights.remote()
-            self.eval_ref = self.evaluate(self.eval_weights)
+            self.eval_ref = self.evaluate()
             return
         self.eval_ref, self.eval_return = None, float(np.mean(returns))
         self.history.log_eval(self.eval_at, self.clock(), self.eval_return, float(np.std(returns)))
@@ -279,36 +281,19 @@ class OffPolicyRun:
                                f"{algo.name}, {self.num_workers} workers")
 
     def finish(self) -> None:
-        """Drain the learner and fetch the weights the run returns: on a solve, the snapshot
-        that reached the target (the learner kept training while it was evaluated, and those
-        later weights were never scored); otherwise the final weights, evaluated unless the
-        last evaluation already saw them (one retry with a restarted evaluator)."""
-        from ray.exceptions import RayError
-
+        """Drain the learner; keep the weights that solved (the learner trained on while they
+        were scored), else the final ones, evaluated unless the last evaluation saw them (a
+        failed evaluator is restarted, as during training)."""
         sup = self.supervisor
         while self.learner_calls:
             self.learner_result(self.learner_calls.popleft())
-        if self.solved and self.eval_weights is not None:
-            self.weights = sup.get(self.eval_weights, "learner", "sending the solving weights")
-        else:
-            self.weights = sup.get(sup["learner"].get_weights.remote(), "learner",
-                                   "sending its final weights")
+        ref = self.eval_weights if self.solved else sup["learner"].get_weights.remote()
+        self.weights = sup.get(ref, "learner", "sending its weights")
         steps = self.history.eval_steps
         if not self.solved and (not steps or steps[-1] != self.env_steps):
-            for attempt in range(2):
-                try:
-                    returns = sup.get(self.evaluate(self.weights), "evaluator", "evaluating")
-                    break
-                except RayError as error:
-                    if attempt == 1:
-                        raise
-                    sup.restart("evaluator", error, self.env_steps)
-            self.eval_at = self.env_steps
-            self.eval_return = float(np.mean(returns))
-            self.history.log_eval(self.env_steps, self.clock(), self.eval_return,
-                                  float(np.std(returns)))
-            target = self.config.target_return
-            self.solved = target is not None and self.eval_return >= target
+            self.eval_at, self.eval_ref = self.env_steps, self.evaluate(self.weights)
+            while self.eval_ref is not None:
+                self.record_evaluation()
         self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
         self.stored = sup.get(sup["learner"].num_stored.remote(), "learner", "finishing")
         self.save()
