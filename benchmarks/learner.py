@@ -40,13 +40,20 @@ def dqn_updates_per_second(seconds: float, threads: int, device: str = "cpu") ->
                                rng.integers(0, 2, n), np.ones(n, np.float32),
                                rng.normal(size=(n, 4)).astype(np.float32),
                                np.zeros(n, np.float32)))
+
+        def sync() -> None:  # count queued GPU work before reading the clock
+            if learner.device.type == "cuda":
+                torch.cuda.synchronize(learner.device)
+
         for _ in range(20):
             learner.update(buffer.sample(config.batch_size))
+        sync()
         updates, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
             for _ in range(10):
                 learner.update(buffer.sample(config.batch_size))
             updates += 10
+            sync()
         return updates / (time.perf_counter() - start)
     finally:
         torch.set_num_threads(previous)

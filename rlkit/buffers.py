@@ -252,17 +252,22 @@ class TensorReplayBuffer:
         n = self.size
         return {"capacity": self.capacity, "pos": self.pos, "size": n,
                 **{name: getattr(self, name)[:n].cpu() for name in _FIELDS},
-                "generator": self.generator.get_state()}
+                "generator": self.generator.get_state(), "generator_device": self.device.type}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved, onto this buffer's device."""
+        """Restore what :meth:`state_dict` saved, onto this buffer's device. A sampling stream
+        saved on another kind of device (a CPU run resumed on a GPU) cannot be restored, since
+        the two generators keep different states: the sampler is then reseeded."""
         _check_buffer_state(state, self.capacity)
         n = state["size"]
         for name in _FIELDS:
             store = getattr(self, name)
             store[:n] = state[name].reshape((n, *store.shape[1:])).to(store.dtype).to(self.device)
         self.pos, self.size = state["pos"], n
-        self.generator.set_state(state["generator"])
+        if state.get("generator_device", self.device.type) == self.device.type:
+            self.generator.set_state(state["generator"])
+        else:
+            self.generator.manual_seed(n)
 
     def sample(self, batch_size: int) -> TensorBatch:
         """``batch_size`` transitions drawn uniformly with replacement, on the device."""

@@ -73,6 +73,23 @@ def make_adam(params: Any, lr: float, capturable: bool = False) -> torch.optim.A
         return torch.optim.Adam(params, lr=lr, capturable=capturable)
 
 
+#: Optimiser settings that describe how *this* process runs its steps, not the training state.
+RUNTIME_FLAGS = ("capturable", "fused", "foreach", "differentiable")
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """``optimizer.load_state_dict(state)``, but keeping ``optimizer``'s own runtime flags.
+
+    torch takes every group setting from the file, ``capturable`` and ``fused`` included, and
+    places the step counters by those flags. A checkpoint written by a CPU run must be able to
+    resume into a CUDA-graph learner (whose Adam has to stay ``capturable``), and the reverse,
+    so the flags of the optimiser being loaded win.
+    """
+    groups = [{**saved, **{k: own[k] for k in RUNTIME_FLAGS if k in own}}
+              for saved, own in zip(state["param_groups"], optimizer.param_groups, strict=True)]
+    optimizer.load_state_dict({**state, "param_groups": groups})
+
+
 def module_weights(module: nn.Module) -> dict[str, np.ndarray]:
     """A module's ``state_dict`` as numpy arrays on the host: the form weights travel in
     between processes (Ray ships numpy arrays 2-6x faster than torch tensors)."""

@@ -154,3 +154,42 @@ def test_interrupts_deferred_is_a_no_op_off_the_main_thread():
     thread.start()
     thread.join()
     assert errors == []
+
+
+def test_an_optimizer_keeps_its_own_runtime_flags_when_loading_a_checkpoint():
+    # a checkpoint written by a differently configured optimiser (a CPU run's Adam, say) must not
+    # switch this one's capturable/fused/foreach settings: they say how this process runs
+    from rlkit.networks import load_optimizer_state
+
+    net = torch.nn.Linear(3, 2)
+    other = torch.optim.Adam(net.parameters(), lr=1e-3, foreach=True)
+    net(torch.ones(4, 3)).sum().backward()
+    other.step()
+    saved = copy.deepcopy(other.state_dict())
+    mine = torch.optim.Adam(net.parameters(), lr=1e-3, foreach=False)
+    load_optimizer_state(mine, saved)
+    assert mine.param_groups[0]["foreach"] is False  # torch alone would have taken True
+    assert mine.param_groups[0]["lr"] == 1e-3
+    for p in net.parameters():  # the training state itself was loaded
+        torch.testing.assert_close(mine.state[p]["exp_avg"], other.state[p]["exp_avg"])
+    assert saved["param_groups"][0]["foreach"] is True  # the checkpoint is left untouched
+
+
+def test_a_sampling_stream_saved_on_another_device_kind_is_reseeded():
+    rng = np.random.default_rng(0)
+    buffer = TensorReplayBuffer(64, 3, 1, "cpu")
+    buffer.add_batch(Batch(rng.normal(size=(10, 3)).astype(np.float32),
+                           rng.normal(size=(10, 1)).astype(np.float32),
+                           np.ones(10, np.float32), rng.normal(size=(10, 3)).astype(np.float32),
+                           np.zeros(10, np.float32)))
+    state = buffer.state_dict()
+    assert state["generator_device"] == "cpu"
+    same = TensorReplayBuffer(64, 3, 1, "cpu")
+    same.load_state_dict(state)  # same kind: the stream continues exactly
+    torch.testing.assert_close(same.sample(8).obs, buffer.sample(8).obs)
+    # as a GPU run would have saved it: a CUDA generator's state (16 bytes), not a CPU one's
+    gpu_state = {**state, "generator": torch.zeros(16, dtype=torch.uint8),
+                 "generator_device": "cuda"}
+    other = TensorReplayBuffer(64, 3, 1, "cpu")
+    other.load_state_dict(gpu_state)  # no "wrong size" error: reseeded instead
+    assert len(other) == 10 and other.sample(8).obs.shape == (8, 3)

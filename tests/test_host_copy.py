@@ -36,6 +36,19 @@ def test_a_copy_holds_the_weights_of_the_moment_it_was_started():
 
 
 @cuda
+def test_take_waits_for_a_copy_still_queued_behind_gpu_work():
+    net = torch.nn.Linear(256, 256).cuda()
+    expected = module_weights(net)
+    copy = HostCopy(net)
+    torch.cuda._sleep(1 << 30)  # the GPU spins for a while (about a second): the copy waits
+    copy.start()
+    assert not copy.ready()  # still queued: reading the buffers now would read a half copy
+    got = copy.take()  # ... so take() must wait for it
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
+
+
+@cuda
 def test_the_learner_publishes_complete_versions_without_waiting_per_update():
     from rlkit.algos.sac import SACConfig, SACSpec
     from rlkit.distributed.parameter_server import LocalChannel, ParameterServer

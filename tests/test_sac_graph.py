@@ -27,6 +27,27 @@ def _filled(device: str, n: int = 2_000) -> TensorReplayBuffer:
     return buffer
 
 
+def _rows(buffer: TensorReplayBuffer, r: torch.Tensor) -> TensorBatch:
+    return TensorBatch(*(store[r] for store in (buffer.obs, buffer.actions, buffer.rewards,
+                                                buffer.next_obs, buffer.terminations)))
+
+
+def _assert_same_weights(eager: SACLearner, graphed: SACLearner) -> None:
+    for a, b in zip([*eager.actor.parameters(), *eager.critic.parameters(),
+                     *eager.critic_target.parameters(), eager.log_alpha],
+                    [*graphed.actor.parameters(), *graphed.critic.parameters(),
+                     *graphed.critic_target.parameters(), graphed.log_alpha]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_numpy_buffer_is_refused_with_the_fix():
+    from rlkit.buffers import ReplayBuffer
+
+    learner = SACLearner(3, 1, LOW, HIGH, SACConfig(hidden=(16, 16), cuda_graph=True), "cpu")
+    with pytest.raises(ValueError, match="TensorReplayBuffer.*not a ReplayBuffer. Fix"):
+        SACGraphUpdate(learner, ReplayBuffer(100, 3, 1), 32)
+
+
 def test_a_cpu_learner_is_refused_with_the_fix():
     learner = SACLearner(3, 1, LOW, HIGH, SACConfig(hidden=(16, 16), cuda_graph=True), "cpu")
     with pytest.raises(ValueError, match="one CUDA device.*Fix: use the eager update"):
@@ -57,17 +78,55 @@ def test_graph_replays_match_eager_updates_from_the_same_state_and_indices():
         runner.replay(r)
     torch.cuda.manual_seed(1)  # the same actor noise, drawn by the same kernels
     for r in rows:
-        eager.update(TensorBatch(*(store[r] for store in (
-            buffer.obs, buffer.actions, buffer.rewards, buffer.next_obs, buffer.terminations))))
+        eager.update(_rows(buffer, r))
     torch.cuda.synchronize()
     assert graphed.updates == eager.updates == 10
-    for a, b in zip([*eager.actor.parameters(), *eager.critic.parameters(),
-                     *eager.critic_target.parameters(), eager.log_alpha],
-                    [*graphed.actor.parameters(), *graphed.critic.parameters(),
-                     *graphed.critic_target.parameters(), graphed.log_alpha]):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    _assert_same_weights(eager, graphed)
     sums, count = runner.take_sums()
     assert count == 10 and all(np.isfinite(v) for v in sums.values())
+
+
+@cuda
+def test_graph_matches_eager_mid_training_after_a_checkpoint_load():
+    # Adam's moments and step counters are not zero here, so the capture's warm-up must be
+    # undone by copying the saved state back (not by zeroing it)
+    cfg = SACConfig(hidden=(64, 64), batch_size=64, cuda_graph=True)
+    torch.manual_seed(0)
+    buffer = _filled("cuda")
+    eager = SACLearner(3, 1, LOW, HIGH, cfg, "cuda")
+    for _ in range(5):
+        eager.update(buffer.sample(cfg.batch_size))
+    graphed = SACLearner(3, 1, LOW, HIGH, cfg, "cuda")
+    graphed.load_state_dict(eager.state_dict())
+    runner = SACGraphUpdate(graphed, buffer, cfg.batch_size)
+    runner.capture(draw_indices=False)
+    assert graphed.updates == eager.updates == 5
+    rows = torch.randint(0, len(buffer), (10, cfg.batch_size), device="cuda")
+    torch.cuda.manual_seed(1)
+    for r in rows:
+        runner.replay(r)
+    torch.cuda.manual_seed(1)
+    for r in rows:
+        eager.update(_rows(buffer, r))
+    torch.cuda.synchronize()
+    assert graphed.updates == eager.updates == 15
+    _assert_same_weights(eager, graphed)
+
+
+@cuda
+def test_a_checkpoint_from_a_cpu_run_resumes_into_a_graph_learner():
+    # a CPU run's Adam is not capturable; the graph learner's must stay capturable after the load
+    cfg = SACConfig(hidden=(64, 64), batch_size=64)
+    cpu = SACLearner(3, 1, LOW, HIGH, cfg, "cpu")
+    cpu.update(_filled("cpu").sample(cfg.batch_size))
+    graphed = SACLearner(3, 1, LOW, HIGH, SACConfig(hidden=(64, 64), batch_size=64,
+                                                   cuda_graph=True), "cuda")
+    graphed.load_state_dict(cpu.state_dict())
+    runner = SACGraphUpdate(graphed, _filled("cuda"), cfg.batch_size)
+    for _ in range(5):
+        runner.replay()
+    sums, count = runner.take_sums()
+    assert count == 5 and graphed.updates == 6 and np.isfinite(sums["critic_loss"])
 
 
 @cuda

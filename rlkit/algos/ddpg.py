@@ -25,7 +25,8 @@ from rlkit.common import polyak_update
 from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
                                  require_replay_settings)
 from rlkit.envs import ActionKind, check_env_id, space_dims
-from rlkit.networks import DeterministicActor, QCritic, make_adam, module_weights
+from rlkit.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
+                            module_weights)
 from rlkit.types import BatchPolicy, Weights
 
 
@@ -167,8 +168,8 @@ class DDPGLearner:
         """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
         for name, net in ddpg_networks(self).items():
             net.load_state_dict(state[name])
-        self.actor_opt.load_state_dict(state["actor_opt"])
-        self.critic_opt.load_state_dict(state["critic_opt"])
+        load_optimizer_state(self.actor_opt, state["actor_opt"])
+        load_optimizer_state(self.critic_opt, state["critic_opt"])
         self.updates = int(state["updates"])
 
 

@@ -27,7 +27,8 @@ from rlkit.buffers import ReplayBuffer
 from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
                                  require_replay_settings)
 from rlkit.envs import ActionKind, check_env_id, space_dims
-from rlkit.networks import QNetwork, load_numpy_weights, make_adam, module_weights
+from rlkit.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
+                            module_weights)
 from rlkit.types import Batch, BatchPolicy, NStepBatch, Weights
 
 
@@ -206,7 +207,7 @@ class DQNLearner:
         """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
         self.q.load_state_dict(state["q"])
         self.q_target.load_state_dict(state["q_target"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        load_optimizer_state(self.optimizer, state["optimizer"])
         self.updates = int(state["updates"])
 
     def set_weights(self, weights: Weights) -> None:

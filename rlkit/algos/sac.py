@@ -22,7 +22,8 @@ from rlkit.common import bootstrap_target, polyak_update
 from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
                                  require_replay_settings)
 from rlkit.envs import ActionKind, check_env_id, space_dims
-from rlkit.networks import SquashedGaussianActor, TwinQ, make_adam, module_weights
+from rlkit.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
+                            module_weights)
 from rlkit.types import BatchPolicy, TensorBatch, Weights
 
 
@@ -204,9 +205,8 @@ class SACLearner:
         self.critic_target.load_state_dict(state["critic_target"])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        self.actor_opt.load_state_dict(state["actor_opt"])
-        self.critic_opt.load_state_dict(state["critic_opt"])
-        self.alpha_opt.load_state_dict(state["alpha_opt"])
+        for name in ("actor_opt", "critic_opt", "alpha_opt"):
+            load_optimizer_state(getattr(self, name), state[name])
         self.updates = int(state["updates"])
 
     def get_weights(self) -> Weights:

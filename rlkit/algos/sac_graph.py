@@ -53,17 +53,20 @@ class SACGraphUpdate:
     def __init__(self, learner, buffer: TensorReplayBuffer, batch_size: int,
                  warmup: int = 3) -> None:
         device = learner.device
+        if not isinstance(buffer, TensorReplayBuffer):
+            raise ValueError(f"a CUDA graph samples a TensorReplayBuffer on the learner's device, "
+                             f"not a {type(buffer).__name__}. Fix: use host_buffer=False, or the "
+                             "eager update (cuda_graph=False).")
         if device.type != "cuda" or buffer.device != device:
             raise ValueError(f"a CUDA graph needs the learner and its buffer on one CUDA device "
                              f"(learner on {device}, buffer on {buffer.device}). Fix: use the "
                              "eager update (cuda_graph=False) on the CPU.")
-        if not all(g.get("capturable", False) for opt in _optimizers(learner)
-                   for g in opt.param_groups):
-            raise ValueError("the learner's Adam optimisers are not capturable. Fix: build the "
-                             "learner with SACConfig(cuda_graph=True).")
+        _require_capturable(learner)
         self.learner, self.buffer = learner, buffer
         self.batch_size, self.warmup = batch_size, warmup
-        self.fill = torch.ones((), device=device)  # the buffer's size, as a float on the device
+        # the buffer's size as a float64 on the device: rand * fill stays below fill (float32
+        # would round up to it, one row past the end, once fill passes 2**24 rows)
+        self.fill = torch.ones((), dtype=torch.float64, device=device)
         self.indices = torch.zeros(batch_size, dtype=torch.long, device=device)
         self.sums = torch.zeros(len(METRICS), device=device)
         self.replays_since_read = 0
@@ -78,7 +81,8 @@ class SACGraphUpdate:
         """One update on device-resident data: what the graph records."""
         b = self.buffer
         if self.draw_indices:
-            drawn = torch.rand(self.batch_size, device=self.fill.device) * self.fill
+            drawn = torch.rand(self.batch_size, dtype=torch.float64, device=self.fill.device)
+            drawn = drawn * self.fill
             self.indices.copy_(drawn.long())
         idx = self.indices
         batch = TensorBatch(b.obs.index_select(0, idx), b.actions.index_select(0, idx),
@@ -95,19 +99,22 @@ class SACGraphUpdate:
         self.draw_indices = draw_indices
         self.fill.fill_(float(max(len(self.buffer), 1)))
         learner = self.learner
+        _require_capturable(learner)  # again: a checkpoint load may have replaced the settings
         saved = _snapshot(learner)
         updates = learner.updates
-        side = torch.cuda.Stream(self.fill.device)
-        side.wait_stream(torch.cuda.current_stream(self.fill.device))
-        with torch.cuda.stream(side):
-            for _ in range(self.warmup):
+        try:
+            side = torch.cuda.Stream(self.fill.device)
+            side.wait_stream(torch.cuda.current_stream(self.fill.device))
+            with torch.cuda.stream(side):
+                for _ in range(self.warmup):
+                    self._update()
+            torch.cuda.current_stream(self.fill.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
                 self._update()
-        torch.cuda.current_stream(self.fill.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self._update()
-        _restore(learner, saved)
-        learner.updates = updates
+        finally:  # captured or not, the learner is left as it was
+            _restore(learner, saved)
+            learner.updates = updates
         self.sums.zero_()
         self.replays_since_read = 0
         self.graph = graph
@@ -140,6 +147,13 @@ class SACGraphUpdate:
 
 def _optimizers(learner) -> list[torch.optim.Optimizer]:
     return [learner.actor_opt, learner.critic_opt, learner.alpha_opt]
+
+
+def _require_capturable(learner) -> None:
+    if not all(g.get("capturable", False) for opt in _optimizers(learner)
+               for g in opt.param_groups):
+        raise ValueError("the learner's Adam optimisers are not capturable. Fix: build the "
+                         "learner with SACConfig(cuda_graph=True).")
 
 
 def _tensors(learner) -> list[torch.Tensor]:
