@@ -37,7 +37,8 @@ def main() -> None:
     from rlkit.train import train_sac
 
     runs: dict[str, dict[str, dict]] = {}
-    plans = {"dqn": (DQNConfig, train_dqn, train_dqn_ray), "sac": (SACConfig, train_sac, train_sac_ray)}
+    plans = {"dqn": (DQNConfig, train_dqn, train_dqn_ray),
+             "sac": (SACConfig, train_sac, train_sac_ray)}
     init_ray()
     try:
         for algo in args.algos.split(","):

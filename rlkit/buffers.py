@@ -1,4 +1,5 @@
-"""Replay buffers: a preallocated numpy ring buffer, and one whose storage lives on a torch device."""
+"""Replay buffers: a preallocated numpy ring buffer, and one whose storage lives on a torch
+device."""
 
 from __future__ import annotations
 

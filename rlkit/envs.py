@@ -110,7 +110,8 @@ def make_env(env_id: str, seed: int, action_kind: ActionKind | None = None,
 
 
 def space_dims(env: gym.Env) -> tuple[int, int]:
-    """Return ``(obs_dim, action_dim)``: n actions for a Discrete space, the vector size for a Box."""
+    """Return ``(obs_dim, action_dim)``: n actions for a Discrete space, the vector size for a
+    Box."""
     obs_dim = int(np.prod(env.observation_space.shape))
     space = env.action_space
     act_dim = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))

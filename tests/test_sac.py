@@ -49,7 +49,8 @@ def test_sampled_actions_stay_in_the_box_and_deterministic_is_the_squashed_mean(
     assert (actions >= torch.tensor(LOW)).all() and (actions <= torch.tensor(HIGH)).all()
     obs = torch.randn(5, 3)
     mean, _ = actor.distribution_params(obs)
-    torch.testing.assert_close(actor.deterministic(obs), actor.bias + actor.scale * torch.tanh(mean))
+    torch.testing.assert_close(actor.deterministic(obs),
+                               actor.bias + actor.scale * torch.tanh(mean))
 
 
 @pytest.mark.parametrize("log_prob, direction", [(-5.0, "down"), (3.0, "up")])

@@ -70,9 +70,10 @@ class ApexConfig:
             fail("sigma_min", self.sigma_min, f"must be in (0, sigma_max={self.sigma_max}]",
                  "use sigma_max=0.5, sigma_min=0.05")
         if self.fragment_steps % self.envs_per_worker:
+            per_env = max(1, self.fragment_steps // self.envs_per_worker)
             fail("fragment_steps", self.fragment_steps,
                  f"is not a multiple of envs_per_worker={self.envs_per_worker}",
-                 f"use {self.envs_per_worker * max(1, self.fragment_steps // self.envs_per_worker)}")
+                 f"use {self.envs_per_worker * per_env}")
         if self.num_shards > self.num_workers:
             fail("num_shards", self.num_shards, f"exceeds num_workers={self.num_workers}",
                  "each worker writes to one shard: use num_shards <= num_workers")

@@ -149,8 +149,8 @@ class DQNLearner:
         if on_host and not math.isfinite(loss_value := float(loss.item())):
             raise FloatingPointError(
                 f"DQN loss became {loss_value} at update {self.updates} "
-                f"(q_mean={float(q_taken.detach().mean()):.3g}). Fix: lower learning_rate or check the "
-                f"rewards for inf/NaN.")
+                f"(q_mean={float(q_taken.detach().mean()):.3g}). Fix: lower learning_rate or check "
+                f"the rewards for inf/NaN.")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.q.parameters(), cfg.max_grad_norm)

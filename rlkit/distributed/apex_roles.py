@@ -1,6 +1,7 @@
 """The Ape-X roles (Horgan et al. 2018), as plain classes first and Ray actors second.
 
-* :class:`ReplayShard`: one prioritized replay (:class:`rlkit.prioritized_replay.PrioritizedReplay`).
+* :class:`ReplayShard`: one prioritized replay
+  (:class:`rlkit.prioritized_replay.PrioritizedReplay`).
   ``K`` shards hold the data between them.
 * :class:`ApexWorker`: steps ``N`` envs, each at its own rung of the exploration ladder, builds
   n-step transitions, computes their initial priorities with its own copy of the learner's
