@@ -123,6 +123,7 @@ def test_sac_learner_weights_are_copies():
 
     learner = SACLearner(3, 1, np.array([-2.0]), np.array([2.0]), SACConfig(hidden=(8,)))
     weights = learner.get_weights()
+    assert set(weights) == set(learner.actor.state_dict())  # the whole actor, nothing renamed
     with torch.no_grad():
         for p in learner.actor.parameters():
             p.add_(1.0)

@@ -77,6 +77,17 @@ def test_learner_states_round_trip_including_the_optimiser():
     s1.update(tb.sample(8))
     s2.load_state_dict(copy.deepcopy(s1.state_dict()))
     assert s2.updates == 1 and torch.equal(s1.log_alpha, s2.log_alpha)
+    # the same next update (same batch, same actor noise) from both: every network, the
+    # temperature and the three optimisers' moments must have come across
+    sac_batch = tb.sample(8)
+    for learner in (s1, s2):
+        torch.manual_seed(1)
+        learner.update(sac_batch)
+    for p1, p2 in zip([*s1.actor.parameters(), *s1.critic.parameters(),
+                       *s1.critic_target.parameters(), s1.log_alpha],
+                      [*s2.actor.parameters(), *s2.critic.parameters(),
+                       *s2.critic_target.parameters(), s2.log_alpha], strict=True):
+        torch.testing.assert_close(p1, p2, rtol=0, atol=0)
 
 
 def test_resumed_update_schedule_by_hand():

@@ -75,28 +75,38 @@ def test_actor_and_learner_in_process_measure_lag():
     assert out["lags"] == [1, 0]  # first fragment acted with version 0, learner at version 1
 
 
+def _wait_until(condition, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never became true"
+        time.sleep(0.05)
+
+
 def test_slow_learner_makes_actors_wait_and_queue_stays_bounded():
     queue = TrajectoryQueue(maxsize=3)
     ImpalaLearner(SMALL, 4, 2, queue)  # publishes version 0, then is never asked to train
     actors = [ImpalaActor(SMALL, i, queue) for i in range(2)]
     shipped = []
     threads = [threading.Thread(target=lambda a=a: shipped.append(a.run())) for a in actors]
-    for t in threads:
-        t.start()
-    time.sleep(1.0)
-    assert queue.stats()["size"] == 3 and queue.high_water == 3  # full, never more
-    collected = sum(a.fragments for a in actors)
-    assert collected <= 3 + len(actors)  # each actor holds at most one more, waiting to put
-    time.sleep(0.5)
-    assert sum(a.fragments for a in actors) == collected  # they are waiting, not collecting
-    # a slow learner takes a batch now and then: the actors refill, still bounded
-    for _ in range(3):
-        assert len(queue.get_batch(2, timeout=5.0)) == 2
-        time.sleep(0.2)
-    assert queue.high_water == 3 and queue.wait_seconds > 1.0
-    queue.close()
-    for t in threads:
-        t.join(timeout=10)
+    try:
+        for t in threads:
+            t.start()
+        # the queue fills and both actors block on a put, each holding one more fragment
+        _wait_until(lambda: queue.stats()["waiting_puts"] == 2)
+        assert queue.stats()["size"] == 3 and queue.high_water == 3  # full, never more
+        collected = sum(a.fragments for a in actors)
+        assert collected == 3 + len(actors)
+        time.sleep(0.5)
+        assert sum(a.fragments for a in actors) == collected  # they wait, they do not collect
+        # a slow learner takes a batch now and then: the actors refill, still bounded
+        for _ in range(3):
+            assert len(queue.get_batch(2, timeout=5.0)) == 2
+            time.sleep(0.2)
+        assert queue.high_water == 3 and queue.wait_seconds > 1.0  # two actors, 0.5 s each+
+    finally:
+        queue.close()
+        for t in threads:
+            t.join(timeout=10)
     assert not any(t.is_alive() for t in threads) and sorted(shipped) == sorted(
         a.fragments - 1 for a in actors)  # the fragment in hand when the queue closed is dropped
 
@@ -151,10 +161,11 @@ def test_ray_queue_back_pressure_blocks_an_actor(ray_cluster):
     try:
         ray.get([queue.publish.remote(0, None), actor.ping.remote()], timeout=60)
         run = actor.run.remote()
-        deadline = time.monotonic() + 30
-        while ray.get(queue.stats.remote(), timeout=30)["size"] < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 30  # until the actor is blocked on its third put
+        while ray.get(queue.stats.remote(), timeout=30)["waiting_puts"] < 1:
+            assert time.monotonic() < deadline, "the actor never blocked on the full queue"
             time.sleep(0.1)
-        ready, _ = ray.wait([run], timeout=1.0)
+        ready, _ = ray.wait([run], timeout=0.5)
         assert not ready  # no learner: the actor is stuck waiting for room
         stats = ray.get(queue.stats.remote(), timeout=30)
         assert stats["size"] == 2 and stats["high_water"] == 2 and stats["waiting_puts"] == 1

@@ -78,6 +78,9 @@ def test_several_envs_are_independent_and_one_step_is_plain_transitions():
     first_env1 = np.flatnonzero((three.obs == fragment.batch.obs[env1[0]]).all(axis=1))[0]
     assert three.rewards[first_env1] == pytest.approx(r[env1[0]] + 0.99 * r[env1[1]]
                                                       + 0.99**2 * r[env1[2]])
+    # ... and bootstraps from env 1's own state three steps on, not another env's row
+    np.testing.assert_array_equal(three.next_obs[first_env1], fragment.batch.next_obs[env1[2]])
+    assert three.discounts[first_env1] == pytest.approx(0.99**3)
     # 60 steps never reach the 500-step limit: here every episode end is a termination
     np.testing.assert_array_equal(fragment.ends, fragment.batch.terminations == 1)
 

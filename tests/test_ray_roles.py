@@ -42,9 +42,15 @@ def test_roles_as_ray_actors(ray_cluster):
         # still acts with version 1, and the next one with version 3
         _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
         assert ray.get(stats_ref).weights_version == 1
-        time.sleep(0.5)  # in training a fragment's env steps give the answer time to arrive
-        _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
-        assert ray.get(stats_ref).weights_version == 3
+        # the answer to the next question ("yes, version 3") is picked up by a later fragment,
+        # usually the very next one (in training a fragment's env steps give it time to arrive)
+        deadline = time.monotonic() + 30
+        while True:
+            _, stats_ref = worker.collect.options(num_returns=2).remote(5, 0.0)
+            if ray.get(stats_ref).weights_version == 3:
+                break
+            assert time.monotonic() < deadline, "the worker never picked up version 3"
+            time.sleep(0.1)
         # 32x32 weights are small, so they travel by value inside the messages
         version, payload = ray.get(ps.get_if_newer.remote(0))
         assert isinstance(payload, dict)
@@ -82,7 +88,8 @@ def test_a_solved_run_returns_the_weights_that_reached_the_target(ray_cluster):
     cfg = dataclasses.replace(CFG, target_return=1.0, eval_episodes=5)
     result = train_dqn_ray(cfg, num_workers=2, fragment_steps=100)
     assert result.solved and result.history.eval_steps == [1000]
-    assert result.env_steps > 1000  # fragments kept arriving during the evaluation
+    # fragments usually arrive (and train the learner further) while the evaluation runs: the
+    # final weights then differ from the scored ones (with the old code this test failed)
     scored = Evaluator(DQNSpec(cfg)).evaluate(result.weights, cfg.eval_episodes,
                                               eval_seed(cfg.seed, 0, cfg.eval_episodes))
     assert float(np.mean(scored)) == result.eval_return  # the same snapshot, the same episodes
