@@ -60,11 +60,25 @@ def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_pr
     batch = type(replay.storage)(*(f[:len(replay)] for f in replay.storage))
     expected = dqn_td_errors(learner.learner.q, learner.learner.q_target, batch, True)
     np.testing.assert_allclose(stored, (expected + replay.eps) ** replay.alpha, rtol=1e-5)
-    before = shards.stats()
+    sent = {k: [] for k in range(len(shards.shards))}  # what the learner sends each shard
+    for k, shard in enumerate(shards.shards):
+        def record(ids, td_errors, k=k, original=shard.replay.update_priorities):
+            sent[k].append((np.asarray(ids), np.asarray(td_errors)))
+            return original(ids, td_errors)
+        shard.replay.update_priorities = record
     report = learner.train(8, progress=0.5)
     assert report["updates"] == 8 and np.isfinite(report["loss"]) and report["beta"] == 0.7
-    after = shards.stats()
-    assert [a[0] for a in after] != [b[0] for b in before]  # new priorities came back
+    # new priorities came back to both shards, for items of that shard, as (|td| + eps)^alpha
+    assert all(sent.values())
+    for k, shard in enumerate(shards.shards):
+        replay, newest = shard.replay, {}
+        for ids, td_errors in sent[k]:
+            assert ids.max() < replay.added  # ids this shard handed out
+            newest.update(zip(ids.tolist(), td_errors.tolist()))  # a later value wins
+        ids = np.array(list(newest))
+        np.testing.assert_allclose(replay.tree[ids % replay.capacity],
+                                   replay.priority_of(np.array(list(newest.values()))),
+                                   rtol=1e-6)
 
 
 def test_the_ladder_is_dealt_across_workers():

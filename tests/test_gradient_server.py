@@ -66,10 +66,15 @@ def test_nan_gradient_is_skipped_counted_and_weights_unchanged():
 def test_worker_on_nan_reward_env_sends_nan_gradient_that_the_server_skips():
     config = dataclasses.replace(SMALL, env_id=faulty_envs.NAN_REWARD)  # NaN from step 300
     worker, server = GradientWorker(config, 0), GradientServer(SMALL)
-    weights = server.weights()
+    weights, versions = server.weights(), []
     for _ in range(16):  # 16 * 20 = 320 steps of each env
         weights = server.apply(worker.compute_gradient(weights))
+        versions.append(weights.version)
     assert 0 < server.skipped < 16 and server.version == 16 - server.skipped
+    # the skipped ones are exactly the gradients from the first NaN reward on (NaN rewards never
+    # stop), not a few scattered ones: the version stops growing once, for good
+    skipped_at = [i for i, v in enumerate(versions) if v == (versions[i - 1] if i else 0)]
+    assert skipped_at == list(range(skipped_at[0], 16))
     assert all(np.isfinite(v).all() for v in weights.weights.values())
 
 

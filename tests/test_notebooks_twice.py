@@ -21,7 +21,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 LIFECYCLE = [
     """
-import os, signal, threading
+import os, signal
 import ray
 from rlkit.algos.dqn import DQNConfig
 from rlkit.distributed.cluster import init_ray
@@ -33,15 +33,23 @@ assert ray.is_initialized() and resources["CPU"] >= 1
     """
 config = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps=500_000,
                    eval_every=5_000, eval_episodes=2, target_return=None)
-press_stop = threading.Timer(STOP_AFTER_S, lambda: os.kill(os.getpid(), signal.SIGINT))
-press_stop.start()
+from rlkit.metrics import History
+original_log_episode, episodes = History.log_episode, [0]
+
+def press_stop_once_training(self, *args):  # a SIGINT, as the stop button sends, once the
+    episodes[0] += 1                         # actors are up and episodes are being logged
+    if episodes[0] == STOP_AT_EPISODE:
+        os.kill(os.getpid(), signal.SIGINT)
+    original_log_episode(self, *args)
+
+History.log_episode = press_stop_once_training
 try:
     train_dqn_ray(config, num_workers=2, checkpoint_dir=CHECKPOINT_DIR)
     raise AssertionError("the run should have been interrupted")
 except KeyboardInterrupt:
     pass
 finally:
-    press_stop.cancel()
+    History.log_episode = original_log_episode
 stopped = load_checkpoint(CHECKPOINT_DIR, "DQN", config)
 assert 0 < stopped.env_steps < config.total_steps
 """,
@@ -81,5 +89,5 @@ def test_ray_core_notebook_runs_twice_in_one_kernel():
 @pytest.mark.slow
 def test_driver_lifecycle_with_an_interrupt_runs_twice_in_one_kernel(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in LIFECYCLE])
-    # the stop comes 15 s into the run: after the actors' start-up (5-9 s on 2 cores)
-    _run_twice(nb, setup=f"CHECKPOINT_DIR = {str(tmp_path)!r}\nSTOP_AFTER_S = 15.0")
+    # the stop comes at the 200th episode: training is under way, whatever the start-up took
+    _run_twice(nb, setup=f"CHECKPOINT_DIR = {str(tmp_path)!r}\nSTOP_AT_EPISODE = 200")
