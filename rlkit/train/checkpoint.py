@@ -240,6 +240,10 @@ def interrupts_deferred() -> Iterator[None]:
     the env-step count that says how many there are. An interrupt between the two would save
     a checkpoint whose count and buffer disagree. Outside the main thread (where Python
     delivers signals), or where the handler was not set from Python, it does nothing.
+
+    Cost: two ``sigaction`` calls, about 8 us per block on the 2-core CI machine. The loops
+    enter it once per fragment (single process: every ``train_every`` env steps, 0.3-0.6% of
+    a DQN or SAC step there; Ray driver: once per 100-step fragment).
     """
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is None):
