@@ -59,7 +59,7 @@ class NStepBuilder:
             batch: ``M`` transitions (``rlkit.rollout.Fragment.batch``); the rows of one env
                 are its consecutive steps.
             ends: ``(M,)`` bool, True where the episode ended (terminated or truncated).
-            env_ids: ``(M,)`` the env of each row (``Fragment.env_ids``); ``None``: time-major
+            env_ids: ``(M,)`` the env of each row (``Fragment.batch_env_ids``); ``None``: time-major
                 rows of all ``N`` envs (rows ``t*N .. t*N + N-1`` are step ``t``).
 
         Returns:
@@ -142,4 +142,4 @@ def fragment_transitions(config: Any, num_envs: int) -> Callable[[Any], Batch | 
     if n_step == 1:
         return lambda fragment: fragment.batch
     builder = NStepBuilder(n_step, config.gamma, num_envs)
-    return lambda fragment: builder.add(fragment.batch, fragment.ends, fragment.env_ids)
+    return lambda fragment: builder.add(fragment.batch, fragment.batch_ends, fragment.batch_env_ids)

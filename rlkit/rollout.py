@@ -1,8 +1,10 @@
-"""Stepping environments with a policy and collecting transitions in fragments.
+"""The one env runner: every pattern steps its environments here and gets one time-major
+record back (:class:`Fragment`).
 
-One source of truth for the off-policy step loop, used by the single-process trainers and by
-the Ray rollout workers: it stores time-limit truncations as non-terminal, ends the episode on
-either flag, and reports finished episodes' returns.
+Replay (DQN, SAC, Ape-X) flattens a fragment into transitions (:attr:`Fragment.batch`); A2C
+and IMPALA consume it as it is, ``(T, N)``, with the behaviour log-probabilities the policy
+returned beside its actions. Time-limit truncation is stored apart from termination (it
+bootstraps), either flag ends the episode, and finished episodes' returns are reported.
 
 The environments are one gymnasium vector env: the environment's own vectorised implementation
 when it has one (``gym.make_vec(..., vectorization_mode="vector_entry_point")``: CartPole steps
@@ -10,41 +12,123 @@ all its copies in a few numpy operations), else a ``SyncVectorEnv`` of single en
 1.x vector envs reset a finished copy **on the next step** (``AutoresetMode.NEXT_STEP``): the
 step that ends an episode returns its real final observation, and the following ``step`` call
 ignores that copy's action and returns the new episode's first observation with reward 0. That
-reset step is not a transition, so the runner does not store it.
+reset step is not a transition: the fragment marks it in ``resets``, replay leaves it out and
+on-policy losses mask it. This is the only place autoreset is handled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import gymnasium as gym
 import numpy as np
 
 from rlkit.envs import make_env, space_dims
-from rlkit.types import ActionKind, Batch, BatchPolicy
+from rlkit.types import ActionKind, Batch, BatchPolicy, SamplingPolicy
 
 
 @dataclass
 class Fragment:
-    """Consecutive transitions from the runner's environments.
+    """``T`` vector steps of ``N`` environments, time-major: what one :meth:`EnvRunner.run` call
+    returns and what a worker ships, whatever the algorithm.
+
+    A row ``(t, j)`` is either a real step of env ``j`` or a **reset row**: the vector step in
+    which env ``j``, whose episode ended at ``t - 1``, was reset (gymnasium's next-step
+    autoreset: its action was ignored, its reward is 0, ``next_obs`` is the new episode's first
+    observation). Reset rows are not transitions: replay leaves them out (:attr:`batch`), and
+    on-policy losses mask them out (:attr:`resets`). Episode ends cut every return and trace at
+    the row where they happen, so a reset row never leaks into the steps before it.
 
     Attributes:
-        batch: ``M`` transitions in the order they were taken: each vector step adds one row
-            per env that took a real step (reset steps are left out), in env order.
-        env_ids: ``(M,)`` int64, the env each row came from; the rows of one env are its
-            consecutive steps (n-step returns group by it).
-        ends: ``(M,)`` bool, True where the episode ended (terminated or truncated) at this
-            step: that env's next row starts a new episode. N-step returns need it, since
-            ``batch.terminations`` marks only true terminations.
-        episode_returns: Returns of the episodes that finished inside this fragment.
+        obs: ``(T, N, obs_dim)`` float32, the observation each action was chosen in.
+        actions: ``(T, N)`` int64 (discrete) or ``(T, N, act_dim)`` float32 (continuous).
+        rewards: ``(T, N)`` float32.
+        terminations: ``(T, N)`` float32, 1.0 where the episode truly ended at this step.
+        truncations: ``(T, N)`` float32, 1.0 where a time limit cut the episode at this step
+            (and it did not also terminate): it still bootstraps, from ``next_obs``.
+        next_obs: ``(T, N, obs_dim)`` float32, the real observation after the step (for a
+            truncation, the final observation, never a reset one).
+        resets: ``(T, N)`` bool, True on reset rows.
+        log_probs: ``(T, N)`` float32 ``log mu(a_t|x_t)`` of the acting policy when it returns
+            log-probabilities beside its actions (IMPALA, A2C), else ``None``; 0 on a step in
+            which every env was resetting (the policy was not called).
+        episode_returns: Returns of the episodes that finished inside the fragment.
         episode_lengths: Their lengths in steps.
+        policy_version: Version of the weights that acted (set by the worker that ships it).
+        worker: Index of the worker that collected it.
     """
 
-    batch: Batch
-    env_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    terminations: np.ndarray
+    truncations: np.ndarray
+    next_obs: np.ndarray
+    resets: np.ndarray
+    log_probs: np.ndarray | None = None
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
+    policy_version: int = 0
+    worker: int = 0
+
+    @property
+    def num_steps(self) -> int:
+        """Real env steps in the fragment (reset rows left out)."""
+        return int(self.resets.size - self.resets.sum())
+
+    @property
+    def ends(self) -> np.ndarray:
+        """``(T, N)`` bool, True where the episode ended (terminated or truncated)."""
+        return (self.terminations > 0) | (self.truncations > 0)
+
+    @cached_property
+    def batch(self) -> Batch:
+        """The real steps as ``M`` transitions for a replay buffer, in the order they were
+        taken (step by step, env by env within a step); reset rows left out."""
+        real = ~self.resets
+        return Batch(self.obs[real], self.actions[real], self.rewards[real], self.next_obs[real],
+                     self.terminations[real])
+
+    @property
+    def batch_env_ids(self) -> np.ndarray:
+        """``(M,)`` int64, the env of each row of :attr:`batch`: the rows of one env are its
+        consecutive steps (n-step returns group by it)."""
+        return np.nonzero(~self.resets)[1].astype(np.int64)
+
+    @property
+    def batch_ends(self) -> np.ndarray:
+        """``(M,)`` bool, True where the row of :attr:`batch` ended its episode: that env's
+        next row starts a new one (n-step returns need it, since ``terminations`` marks only
+        true terminations)."""
+        return self.ends[~self.resets]
+
+
+PER_STEP_FIELDS = ("actions", "rewards", "terminations", "truncations", "resets")
+
+
+def check_fragment(fragment: Fragment, need_log_probs: bool = False) -> None:
+    """Raise ``ValueError`` naming the field and the fix if a fragment's arrays disagree in
+    ``T`` or ``N`` (or it lacks the log-probabilities an off-policy correction needs)."""
+    obs = fragment.obs
+    if obs.ndim != 3 or obs.shape[0] < 1:
+        raise ValueError(f"obs has shape {obs.shape}, but a fragment needs (T, N, obs_dim) with "
+                         f"T >= 1. Fix: collect at least one step per environment.")
+    t_n = obs.shape[:2]
+    if fragment.next_obs.shape != obs.shape:
+        raise ValueError(f"next_obs has shape {fragment.next_obs.shape} but obs has {obs.shape}."
+                         f" Fix: store one next observation per step.")
+    names = PER_STEP_FIELDS + (("log_probs",) if need_log_probs else ())
+    for name in names:
+        value = getattr(fragment, name)
+        if value is None:
+            raise ValueError(f"{name} is None, but this learner needs the behaviour policy's "
+                             f"log-probabilities. Fix: act with a policy that returns "
+                             f"(actions, log_probs), e.g. rlkit.algos.a2c.sampling_policy.")
+        if value.shape[:2] != t_n:
+            raise ValueError(f"{name} has shape {value.shape} but obs has {obs.shape}, so {name} "
+                             f"must start with {t_n} (T steps x N envs). Fix: give every "
+                             f"per-step field the same T and N.")
 
 
 def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
@@ -108,38 +192,47 @@ class EnvRunner:
         self.episode_return = np.zeros(num_envs)
         self.episode_length = np.zeros(num_envs, dtype=np.int64)
         self._idle_actions = idle_actions(self.env.action_space, num_envs)
+        self._zero_log_probs = np.zeros(num_envs, np.float32)
 
-    def run(self, steps_per_env: int, policy: BatchPolicy) -> Fragment:
-        """Step until the envs have taken ``T * N`` real steps (``T = steps_per_env``).
-
-        A vector step adds one transition per env that was not resetting, so the fragment
-        holds at least ``T * N`` and fewer than ``T * N + N`` transitions; with one env,
-        exactly ``T``. Episodes continue across calls.
+    def run(self, steps_per_env: int, policy: BatchPolicy | SamplingPolicy,
+            fixed_length: bool = False) -> Fragment:
+        """Step all ``N`` envs together; episodes continue across calls.
 
         Args:
             steps_per_env: ``T``.
             policy: Maps observations ``(N, obs_dim)`` float32 to actions ``(N,)`` (discrete)
-                or ``(N, act_dim)`` (continuous). It is not called for a vector step in which
-                every env is resetting.
+                or ``(N, act_dim)`` (continuous), or to ``(actions, log_probs)`` with
+                ``log_probs`` ``(N,)``. It is not called for a vector step in which every env
+                is resetting.
+            fixed_length: ``True``: exactly ``T`` vector steps, reset rows included (the
+                on-policy shape: A2C and IMPALA batch fragments side by side). ``False``: as
+                many vector steps as it takes for ``T * N`` real steps (the replay count), so
+                ``fragment.batch`` holds at least ``T * N`` and fewer than ``T * N + N``
+                transitions; with one env, exactly ``T``.
 
         Returns:
-            A :class:`Fragment` of ``M`` transitions: ``obs``/``next_obs`` ``(M, obs_dim)``,
-            ``actions`` ``(M,)`` or ``(M, act_dim)``, ``rewards``/``terminations`` ``(M,)``.
+            The time-major :class:`Fragment`.
         """
         want = steps_per_env * self.num_envs
-        parts: list[tuple[np.ndarray, ...]] = []
+        rows: list[tuple[np.ndarray, ...]] = []
         returns: list[float] = []
         lengths: list[int] = []
-        taken = 0
-        while taken < want:
+        taken, sampled = 0, False  # sampled: the policy returned log-probabilities
+        while len(rows) < steps_per_env if fixed_length else taken < want:
+            log_probs = self._zero_log_probs
             if self.resetting.all():  # nothing to decide: every copy starts a new episode
                 actions = self._idle_actions
             else:
-                actions = np.asarray(policy(self.obs))
+                out = policy(self.obs)
+                if isinstance(out, tuple):
+                    out, log_probs = out
+                    sampled = True
+                actions = np.asarray(out)
             next_obs, rewards, terminated, truncated, _ = self.vec.step(actions)
             next_obs = np.asarray(next_obs, dtype=np.float32)
+            terminated, truncated = np.asarray(terminated), np.asarray(truncated)
             real = ~self.resetting  # the reset copies' rows are not transitions
-            ended = real & (np.asarray(terminated) | np.asarray(truncated))
+            ended = real & (terminated | truncated)
             self.episode_return[real] += rewards[real]
             self.episode_length[real] += 1
             returns += self.episode_return[ended].tolist()
@@ -147,14 +240,16 @@ class EnvRunner:
             self.episode_return[ended], self.episode_length[ended] = 0.0, 0
             # next_obs is the true next state, even when the episode was cut by a time limit;
             # truncation is NOT termination: it bootstraps
-            parts.append((self.obs[real], actions[real], rewards[real], next_obs[real],
-                          np.asarray(terminated)[real], np.flatnonzero(real), ended[real]))
+            rows.append((self.obs, actions, rewards, terminated, truncated & ~terminated,
+                         next_obs, self.resetting, log_probs))
             taken += int(real.sum())
             self.obs, self.resetting = next_obs, ended
-        obs, act, rew, nxt, term, ids, ends = (np.concatenate(column) for column in zip(*parts))
+        obs, act, rew, term, trunc, nxt, resets, logp = (np.stack(c) for c in zip(*rows))
         act = act.astype(np.int64 if self.discrete else np.float32, copy=False)
-        batch = Batch(obs, act, rew.astype(np.float32), nxt, term.astype(np.float32))
-        return Fragment(batch, ids.astype(np.int64), ends, returns, lengths)
+        return Fragment(obs, act, rew.astype(np.float32), term.astype(np.float32),
+                        trunc.astype(np.float32), nxt, resets,
+                        logp.astype(np.float32) if sampled else None,
+                        returns, lengths)
 
     def close(self) -> None:
         self.vec.close()

@@ -25,6 +25,10 @@ Weights = dict[str, np.ndarray]
 #: ``(N, act_dim)`` (continuous).
 BatchPolicy = Callable[[np.ndarray], np.ndarray]
 
+#: A sampling policy (IMPALA, A2C): observations ``(N, obs_dim)`` float32 -> actions ``(N,)``
+#: int64 and their log-probabilities ``(N,)`` float32 under the policy that chose them.
+SamplingPolicy = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
 
 class Batch(NamedTuple):
     """A batch of ``B`` transitions, as numpy arrays.

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.algos.a2c import (A2CConfig, A2CLearner, Fragment, a2c_loss, entropy,
-                             nstep_advantages, policy_loss)
+from rlkit.algos.a2c import (A2CConfig, A2CLearner, a2c_loss, entropy, nstep_advantages,
+                             policy_loss)
+from rlkit.rollout import Fragment
 
 G = 0.9
 
@@ -106,14 +107,34 @@ def test_config_rejects_bad_values_naming_the_field(field, value, fix):
 
 
 def fragment(t=4, n=3, seed=0):
+    """A hand-made fragment: env 0 is truncated at step 1 and reset at step 2 (a reset row);
+    random terminations elsewhere."""
     rng = np.random.default_rng(seed)
     truncs = np.zeros((t, n), np.float32)
     truncs[1, 0] = 1
+    terms = (rng.random((t, n)) < 0.2).astype(np.float32)
+    terms[:3, 0] = 0
+    resets = np.zeros((t, n), bool)
+    resets[2, 0] = True
     return Fragment(obs=rng.normal(size=(t, n, 4)).astype(np.float32),
                     actions=rng.integers(0, 2, (t, n)), rewards=np.ones((t, n), np.float32),
-                    terminations=(rng.random((t, n)) < 0.2).astype(np.float32),
-                    truncations=truncs, final_obs=rng.normal(size=(t, n, 4)).astype(np.float32),
-                    last_obs=rng.normal(size=(n, 4)).astype(np.float32))
+                    terminations=terms, truncations=truncs,
+                    next_obs=rng.normal(size=(t, n, 4)).astype(np.float32), resets=resets)
+
+
+def test_a_reset_row_contributes_nothing_to_the_gradient():
+    torch.manual_seed(0)
+    learner = A2CLearner(4, 2, A2CConfig())
+    base = fragment()
+    changed = fragment()
+    changed.obs[2, 0] += 5.0  # the reset row: its observation, action and reward are not a step
+    changed.actions[2, 0] = 1 - changed.actions[2, 0]
+    changed.rewards[2, 0] = 100.0
+    np.testing.assert_allclose(learner.compute_gradient(base), learner.compute_gradient(changed),
+                               rtol=1e-5, atol=1e-7)
+    real_step = fragment()
+    real_step.rewards[1, 0] = 100.0  # the truncated step before it is a real step: it counts
+    assert not np.allclose(learner.compute_gradient(base), learner.compute_gradient(real_step))
 
 
 def test_learner_gradient_is_flat_clipped_and_leaves_weights_alone():

@@ -72,8 +72,8 @@ def test_runner_steps_several_envs_in_lockstep():
     assert set(seen) == {(3, 4)} and 40 <= len(seen) <= 40 + len(frag.episode_lengths)
     assert 120 <= len(frag.batch) < 123
     # env j's rows are its consecutive steps: each row's next_obs is the next row's obs
-    rows = np.flatnonzero(frag.env_ids == 1)
-    obs, nxt, ends = frag.batch.obs[rows], frag.batch.next_obs[rows], frag.ends[rows]
+    rows = np.flatnonzero(frag.batch_env_ids == 1)
+    obs, nxt, ends = frag.batch.obs[rows], frag.batch.next_obs[rows], frag.batch_ends[rows]
     np.testing.assert_allclose(nxt[:-1][~ends[:-1]], obs[1:][~ends[:-1]])
     # the three envs start from different states
     assert not np.allclose(frag.batch.obs[0], frag.batch.obs[1])

@@ -4,14 +4,14 @@ import dataclasses
 import threading
 import time
 
-import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
-from rlkit.algos.impala import IMPALAConfig, VTraceLearner, stack_trajectories
+from rlkit.algos.impala import IMPALAConfig, VTraceLearner, impala_loss, stack_fragments
 from rlkit.distributed.impala_roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
+from rlkit.rollout import EnvRunner, check_fragment
 from rlkit.train.impala import train_impala
-from rlkit.trajectory import TrajectoryRunner, check_trajectory
 
 SMALL = IMPALAConfig(num_actors=2, envs_per_actor=2, unroll_length=5, batch_fragments=2,
                      queue_size=2, hidden=(16,), timeout_s=20.0)
@@ -31,32 +31,38 @@ def test_config_rejects_bad_values_naming_field_and_fix(kwargs, match):
         IMPALAConfig(**kwargs)
 
 
-def test_runner_marks_truncation_and_keeps_the_real_final_observation():
-    runner = TrajectoryRunner("CartPole-v1", seed=0, num_envs=1)
-    runner.envs[0].close()
-    runner.envs[0] = gym.make("CartPole-v1", max_episode_steps=3)
-    runner.obs[0] = runner.envs[0].reset(seed=0)[0]
-    def always_left(obs):
-        return np.zeros(len(obs), np.int64), np.zeros(len(obs), np.float32)
+def zero_policy(obs):
+    return np.zeros(len(obs), np.int64), np.zeros(len(obs), np.float32)
 
-    traj = runner.run(4, always_left)
-    check_trajectory(traj)
-    assert traj.truncations[:, 0].tolist() == [0, 0, 1, 0]  # cut by the 3-step limit
-    assert traj.terminations[:, 0].tolist() == [0, 0, 0, 0]
-    # row 3 starts a new episode: its obs is the reset state, not step 2's next_obs
-    assert not np.allclose(traj.obs[3, 0], traj.next_obs[2, 0])
-    assert traj.episode_returns == [3.0]
+
+def test_fragments_are_fixed_length_and_a_reset_row_is_masked_out_of_the_loss():
+    runner = EnvRunner("CartPole-v1", 0, "discrete", "IMPALA", num_envs=2)
+    frag = runner.run(30, zero_policy, fixed_length=True)  # always left: falls within 30 steps
+    check_fragment(frag, need_log_probs=True)
+    assert frag.obs.shape == (30, 2, 4) and frag.resets.any()
+    t, j = map(int, np.argwhere(frag.resets)[0])
+    torch.manual_seed(0)
+    net = VTraceLearner(4, 2, SMALL).net
+    base = impala_loss(net, stack_fragments([frag]), SMALL)[0]
+    frag.obs[t, j] += 3.0  # a reset row is not a step: nothing of it may reach the loss
+    frag.rewards[t, j], frag.log_probs[t, j] = 50.0, -5.0
+    assert torch.allclose(impala_loss(net, stack_fragments([frag]), SMALL)[0], base)
+    frag.rewards[t - 1, j] = 50.0  # the step that ended the episode is real: it counts
+    assert not torch.allclose(impala_loss(net, stack_fragments([frag]), SMALL)[0], base)
 
 
 def test_mismatched_fragment_is_rejected_naming_the_field():
-    runner = TrajectoryRunner("CartPole-v1", seed=0, num_envs=2)
-    traj = runner.run(3, lambda o: (np.zeros(len(o), np.int64), np.zeros(len(o), np.float32)))
+    runner = EnvRunner("CartPole-v1", 0, "discrete", "IMPALA", num_envs=2)
+    traj = runner.run(3, zero_policy, fixed_length=True)
     bad = dataclasses.replace(traj, rewards=traj.rewards[:2])
-    with pytest.raises(ValueError, match=r"rewards has shape \(2, 2\).*must be \(3, 2\).*Fix"):
-        stack_trajectories([bad])
-    other = runner.run(4, lambda o: (np.zeros(len(o), np.int64), np.zeros(len(o), np.float32)))
+    with pytest.raises(ValueError, match=r"rewards has shape \(2, 2\).*\(3, 2\).*Fix"):
+        stack_fragments([bad])
+    other = runner.run(4, zero_policy, fixed_length=True)
     with pytest.raises(ValueError, match=r"different lengths T=\[3, 4\].*Fix: give every actor"):
-        stack_trajectories([traj, other])
+        stack_fragments([traj, other])
+    greedy = runner.run(3, lambda o: np.zeros(len(o), np.int64), fixed_length=True)
+    with pytest.raises(ValueError, match=r"log_probs is None.*Fix: act with a policy"):
+        stack_fragments([greedy])
 
 
 def test_actor_and_learner_in_process_measure_lag():
@@ -128,8 +134,8 @@ def test_single_process_is_reproducible_and_learns_shape():
 
 def test_learner_rejects_a_non_finite_loss():
     learner = VTraceLearner(4, 2, SMALL)
-    runner = TrajectoryRunner("CartPole-v1", seed=0, num_envs=2)
-    traj = runner.run(3, lambda o: (np.zeros(len(o), np.int64), np.zeros(len(o), np.float32)))
+    runner = EnvRunner("CartPole-v1", 0, "discrete", "IMPALA", num_envs=2)
+    traj = runner.run(3, zero_policy, fixed_length=True)
     traj.rewards[0, 0] = np.nan
     with pytest.raises(FloatingPointError, match="IMPALA loss became non-finite.*Fix"):
         learner.update([traj])

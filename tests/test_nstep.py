@@ -65,16 +65,16 @@ def test_windows_cross_fragment_boundaries_exactly_once():
 def test_several_envs_are_independent_and_one_step_is_plain_transitions():
     runner = EnvRunner("CartPole-v1", 0, "discrete", num_envs=3)
     fragment = runner.run(60, lambda obs: np.zeros(len(obs), dtype=np.int64))
-    ids = fragment.env_ids
-    one = NStepBuilder(1, 0.99, 3).add(fragment.batch, fragment.ends, ids)
+    ids = fragment.batch_env_ids
+    one = NStepBuilder(1, 0.99, 3).add(fragment.batch, fragment.batch_ends, ids)
     by_env = np.argsort(ids, kind="stable")  # the builder returns its windows env by env
     for field in Batch._fields:
         np.testing.assert_array_equal(getattr(one, field), getattr(fragment.batch, field)[by_env])
     assert np.all(one.discounts == np.float32(0.99))
-    three = NStepBuilder(3, 0.99, 3).add(fragment.batch, fragment.ends, ids)
+    three = NStepBuilder(3, 0.99, 3).add(fragment.batch, fragment.batch_ends, ids)
     # env 1's first window sums env 1's first three rewards (its episode lasts longer)
     r, env1 = fragment.batch.rewards, np.flatnonzero(ids == 1)
-    assert not fragment.ends[env1[:2]].any()
+    assert not fragment.batch_ends[env1[:2]].any()
     first_env1 = np.flatnonzero((three.obs == fragment.batch.obs[env1[0]]).all(axis=1))[0]
     assert three.rewards[first_env1] == pytest.approx(r[env1[0]] + 0.99 * r[env1[1]]
                                                       + 0.99**2 * r[env1[2]])
@@ -82,7 +82,7 @@ def test_several_envs_are_independent_and_one_step_is_plain_transitions():
     np.testing.assert_array_equal(three.next_obs[first_env1], fragment.batch.next_obs[env1[2]])
     assert three.discounts[first_env1] == pytest.approx(0.99**3)
     # 60 steps never reach the 500-step limit: here every episode end is a termination
-    np.testing.assert_array_equal(fragment.ends, fragment.batch.terminations == 1)
+    np.testing.assert_array_equal(fragment.batch_ends, fragment.batch.terminations == 1)
 
 
 def test_env_ids_out_of_range_are_refused():

@@ -57,14 +57,14 @@ def test_reset_steps_are_not_stored_and_truncation_keeps_the_final_observation()
     assert f.batch.next_obs[:, 0].tolist() == [1, 2, 101, 102, 103, 104, 201, 202, 301, 302]
     assert f.batch.rewards.tolist() == [1, 2, 1, 2, 3, 4, 1, 2, 1, 2]
     assert f.batch.terminations.tolist() == [0, 1, 0, 0, 0, 0, 0, 1, 0, 0]  # 104: truncated
-    assert f.ends.tolist() == [0, 1, 0, 0, 0, 1, 0, 1, 0, 0]
-    assert f.env_ids.tolist() == [0] * 10
+    assert f.batch_ends.tolist() == [0, 1, 0, 0, 0, 1, 0, 1, 0, 0]
+    assert f.batch_env_ids.tolist() == [0] * 10
     assert f.episode_returns == [3.0, 10.0, 3.0] and f.episode_lengths == [2, 4, 2]
     # the policy chose the 10 stored actions and nothing else: reset steps need no decision
     assert calls == f.batch.obs[:, 0].tolist()
     f2 = runner.run(3, policy)  # episode 3 carries on across calls, then truncates
     assert f2.batch.obs[:, 0].tolist() == [302, 303, 400]
-    assert f2.ends.tolist() == [0, 1, 0] and f2.episode_returns == [10.0]
+    assert f2.batch_ends.tolist() == [0, 1, 0] and f2.episode_returns == [10.0]
     runner.close()
 
 
@@ -73,8 +73,8 @@ def test_several_envs_each_keep_their_own_consecutive_steps():
     f = runner.run(7, lambda obs: np.zeros(len(obs), np.int64))
     assert len(f.batch) == 14  # the copies run in step here, so no vector step overshoots
     for j in range(2):
-        rows = f.env_ids == j
-        obs, nxt, ends = f.batch.obs[rows, 0], f.batch.next_obs[rows, 0], f.ends[rows]
+        rows = f.batch_env_ids == j
+        obs, nxt, ends = f.batch.obs[rows, 0], f.batch.next_obs[rows, 0], f.batch_ends[rows]
         assert obs.tolist() == [0, 1, 100, 101, 102, 103, 200]  # two reset steps skipped
         # within an episode the next row starts where this one ended; after an end it starts
         # a new episode (a multiple of 100), never at the reset step's stale observation
@@ -92,8 +92,8 @@ def test_native_cartpole_vector_env_is_used_and_stays_consistent():
     f = runner.run(300, lambda obs: rng.integers(0, 2, len(obs)))
     assert 1200 <= len(f.batch) < 1204 and f.episode_returns
     for j in range(4):
-        rows = np.flatnonzero(f.env_ids == j)
-        obs, nxt, ends = f.batch.obs[rows], f.batch.next_obs[rows], f.ends[rows]
+        rows = np.flatnonzero(f.batch_env_ids == j)
+        obs, nxt, ends = f.batch.obs[rows], f.batch.next_obs[rows], f.batch_ends[rows]
         same = (obs[1:] == nxt[:-1]).all(axis=1)
         np.testing.assert_array_equal(same, ~ends[:-1])  # continuity except across resets
         assert (np.abs(obs[1:][ends[:-1]]) <= 0.05).all()  # a new episode's start state
@@ -108,7 +108,7 @@ def test_pendulum_falls_back_to_the_sync_vector_env():
     runner = EnvRunner("Pendulum-v1", 0, "continuous", num_envs=2)
     f = runner.run(201, lambda obs: np.zeros((len(obs), 1), np.float32))
     assert f.episode_lengths == [200, 200]  # truncated by the time limit, both envs
-    assert f.batch.terminations.sum() == 0 and f.ends.sum() == 2
+    assert f.batch.terminations.sum() == 0 and f.batch_ends.sum() == 2
     assert len(f.batch) == 402 and f.batch.actions.shape == (402, 1)
     runner.close()
 
@@ -116,3 +116,37 @@ def test_pendulum_falls_back_to_the_sync_vector_env():
 def test_bad_num_envs_names_the_field():
     with pytest.raises(ValueError, match="num_envs=0 must be an int >= 1"):
         EnvRunner("CartPole-v1", 0, "discrete", num_envs=0)
+
+
+def test_fixed_length_fragment_keeps_reset_rows_marked_for_on_policy_learners():
+    """The same stream as the first test, time-major: exactly T rows, reset rows included and
+    marked, behaviour log-probabilities recorded, and ``batch`` equal to the replay view."""
+    runner = EnvRunner(SCRIPTED, 0, "discrete", num_envs=1)
+    calls = []
+
+    def policy(obs):
+        calls.append(obs[0, 0])
+        return np.ones(len(obs), np.int64), np.full(len(obs), -0.25, np.float32)
+
+    f = runner.run(9, policy, fixed_length=True)
+    assert f.obs.shape == (9, 1, 1) and f.log_probs.shape == (9, 1)
+    # rows: 0 1 | reset | 100 101 102 103 | reset | 200; the reset rows' obs are stale ends
+    assert f.obs[:, 0, 0].tolist() == [0, 1, 2, 100, 101, 102, 103, 104, 200]
+    assert f.next_obs[:, 0, 0].tolist() == [1, 2, 100, 101, 102, 103, 104, 200, 201]
+    assert f.resets[:, 0].tolist() == [0, 0, 1, 0, 0, 0, 0, 1, 0]
+    assert f.rewards[:, 0].tolist() == [1, 2, 0, 1, 2, 3, 4, 0, 1]
+    assert f.terminations[:, 0].tolist() == [0, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert f.truncations[:, 0].tolist() == [0, 0, 0, 0, 0, 0, 1, 0, 0]  # 104: the time limit
+    assert f.num_steps == 7 and f.episode_returns == [3.0, 10.0]
+    # the policy decides real steps only (here one env: a reset row is an idle step)
+    assert calls == f.batch.obs[:, 0].tolist() == [0, 1, 100, 101, 102, 103, 200]
+    assert f.log_probs[:, 0].tolist() == [-0.25, -0.25, 0, -0.25, -0.25, -0.25, -0.25, 0, -0.25]
+    assert f.batch_ends.tolist() == [0, 1, 0, 0, 0, 1, 0]
+    runner.close()
+
+
+def test_a_greedy_policy_leaves_log_probs_empty():
+    runner = EnvRunner(SCRIPTED, 0, "discrete", num_envs=2)
+    f = runner.run(3, lambda obs: np.zeros(len(obs), np.int64), fixed_length=True)
+    assert f.log_probs is None and f.obs.shape == (3, 2, 1)
+    runner.close()

@@ -1,7 +1,8 @@
 """Advantage actor-critic (A2C / A3C): config, network, n-step advantages, losses, learner.
 
 Everything here is synchronous and process-local; :mod:`rlkit.distributed.gradient_server`
-runs it as gradient workers and a gradient server. Arrays are *time-major*: ``(T, N)`` means
+runs it as gradient workers and a gradient server. IMPALA (:mod:`rlkit.algos.impala`) reuses
+the network and the two policies. Arrays are *time-major*: ``(T, N)`` means
 ``T`` steps of ``N`` environments stepped in lockstep.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -19,7 +19,8 @@ from torch import nn
 from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.envs import check_env_id
 from rlkit.networks import load_numpy_weights, make_adam, mlp, module_weights
-from rlkit.types import Weights
+from rlkit.rollout import Fragment
+from rlkit.types import BatchPolicy, SamplingPolicy, Weights
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,26 @@ class ActorCritic(nn.Module):
     def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
         """``(B, obs_dim)`` float32 -> ``(B,)`` int64 most probable actions (for evaluation)."""
         return self.actor(torch.as_tensor(obs, dtype=torch.float32)).argmax(-1).numpy()
+
+
+def sampling_policy(net: ActorCritic, rng: np.random.Generator) -> SamplingPolicy:
+    """The acting policy of A2C, A3C and IMPALA: sample ``a ~ pi(.|s)`` by inverting the
+    categorical CDF with one uniform number per env from ``rng``; returns the actions ``(N,)``
+    int64 and their log-probabilities ``(N,)`` float32 (IMPALA's behaviour ``log mu``)."""
+
+    @torch.no_grad()
+    def act(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        log_probs = F.log_softmax(net.actor(torch.as_tensor(obs)), dim=-1).numpy()
+        cdf = np.cumsum(np.exp(log_probs), axis=1)
+        actions = np.minimum((rng.random((len(obs), 1)) > cdf).sum(axis=1), cdf.shape[1] - 1)
+        return actions, log_probs[np.arange(len(obs)), actions]
+
+    return act
+
+
+def greedy_policy(net: ActorCritic) -> BatchPolicy:
+    """The evaluation policy: the most probable action, ``(N, obs_dim)`` -> ``(N,)`` int64."""
+    return net.greedy_actions
 
 
 def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.ndarray,
@@ -168,27 +189,6 @@ def a2c_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
     return total, {k: float(v.detach()) for k, v in parts.items()}
 
 
-class Fragment(NamedTuple):
-    """``T`` steps of ``N`` environments, as numpy arrays (what one gradient is computed from).
-
-    Attributes:
-        obs: ``(T, N, obs_dim)`` float32 observations the actions were chosen in.
-        actions: ``(T, N)`` int64.
-        rewards, terminations, truncations: ``(T, N)`` float32.
-        final_obs: ``(T, N, obs_dim)`` the real last observation of an episode that was
-            truncated at step ``t`` (zeros elsewhere): its value is the bootstrap.
-        last_obs: ``(N, obs_dim)`` the observation after the fragment.
-    """
-
-    obs: np.ndarray
-    actions: np.ndarray
-    rewards: np.ndarray
-    terminations: np.ndarray
-    truncations: np.ndarray
-    final_obs: np.ndarray
-    last_obs: np.ndarray
-
-
 class A2CLearner:
     """Owns an :class:`ActorCritic` and its Adam optimiser; gradients travel as flat arrays.
 
@@ -204,27 +204,31 @@ class A2CLearner:
         self.updates = 0
         self.last_metrics: dict[str, float] = {}
 
-    def compute_gradient(self, batch: Fragment) -> np.ndarray:
-        """The clipped gradient of :func:`a2c_loss` on ``batch``, as one flat float32 array
-        ``(num_parameters,)`` (parameter order of ``net.parameters()``). Weights unchanged."""
+    def compute_gradient(self, fragment: Fragment) -> np.ndarray:
+        """The clipped gradient of :func:`a2c_loss` on ``fragment``'s real steps, as one flat
+        float32 array ``(num_parameters,)`` (parameter order of ``net.parameters()``). Weights
+        unchanged.
+
+        The n-step returns run over the whole ``(T, N)`` grid, bootstrapping from
+        ``V(next_obs)`` at a truncation and after the last row; the loss and the advantage
+        normalisation then take only the real steps (reset rows left out, see
+        :class:`rlkit.rollout.Fragment`)."""
         cfg = self.config
-        t, n = batch.rewards.shape
-        obs = torch.as_tensor(batch.obs.reshape(t * n, -1))
-        logits, values = self.net(obs)
+        t, n = fragment.rewards.shape
+        logits, values = self.net(torch.as_tensor(fragment.obs.reshape(t * n, -1)))
         with torch.no_grad():
-            extra = torch.as_tensor(np.concatenate([batch.final_obs.reshape(t * n, -1),
-                                                    batch.last_obs]))
-            _, boot = self.net(extra)
+            _, next_values = self.net(torch.as_tensor(fragment.next_obs.reshape(t * n, -1)))
+        next_values = next_values.numpy().reshape(t, n)
         returns, adv = nstep_advantages(
-            batch.rewards, values.detach().numpy().reshape(t, n), batch.terminations,
-            batch.truncations, boot[: t * n].numpy().reshape(t, n), boot[t * n:].numpy(),
-            cfg.gamma)
-        adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)
+            fragment.rewards, values.detach().numpy().reshape(t, n), fragment.terminations,
+            fragment.truncations, next_values, next_values[-1], cfg.gamma)
+        real = torch.as_tensor(~fragment.resets.reshape(-1))
+        adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)[real]
         if cfg.normalize_advantages and adv_t.numel() > 1:
             adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
         loss, self.last_metrics = a2c_loss(
-            logits, values, torch.as_tensor(batch.actions.reshape(-1)),
-            torch.as_tensor(returns.reshape(-1), dtype=torch.float32), adv_t,
+            logits[real], values[real], torch.as_tensor(fragment.actions.reshape(-1))[real],
+            torch.as_tensor(returns.reshape(-1), dtype=torch.float32)[real], adv_t,
             cfg.value_coef, cfg.entropy_coef)
         self.net.zero_grad(set_to_none=False)
         loss.backward()

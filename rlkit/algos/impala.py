@@ -1,4 +1,4 @@
-"""IMPALA: config, the categorical policy + value network, the V-trace loss, and the learner.
+"""IMPALA: config, the V-trace loss, and the learner (the network and the policies are A2C's).
 
 The learner is plain torch and knows nothing of Ray: :func:`rlkit.train.impala.train_impala`
 runs it in one process (with a simulated policy lag), and :mod:`rlkit.distributed.impala` runs
@@ -16,12 +16,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlkit.algos.a2c import ActorCritic
 from rlkit.algos.vtrace import nstep_returns, vtrace
 from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.envs import check_env_id
-from rlkit.networks import load_numpy_weights, make_adam, mlp, module_weights
-from rlkit.trajectory import SamplingPolicy, Trajectory, check_trajectory
-from rlkit.types import BatchPolicy, Weights
+from rlkit.networks import load_numpy_weights, make_adam, module_weights
+from rlkit.rollout import Fragment, check_fragment
+from rlkit.types import Weights
 
 
 @dataclass(frozen=True)
@@ -88,67 +89,37 @@ class IMPALAConfig:
         return self.unroll_length * self.envs_per_actor
 
 
-class PolicyValueNet(nn.Module):
-    """Two MLPs: policy logits ``(B, n_actions)`` and state value ``(B,)``."""
+def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
+    """``B`` fragments of ``(T, N)`` steps -> tensors of ``(T, B*N)`` (side by side).
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: Sequence[int]) -> None:
-        super().__init__()
-        self.policy = mlp(obs_dim, n_actions, hidden, nn.Tanh)
-        self.value = mlp(obs_dim, 1, hidden, nn.Tanh)
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, obs_dim)`` -> ``(logits (B, n_actions), values (B,))``."""
-        return self.policy(obs), self.value(obs).squeeze(-1)
-
-
-def sampling_policy(net: PolicyValueNet, rng: np.random.Generator) -> SamplingPolicy:
-    """Acting policy: sample ``a ~ pi(.|s)``; returns actions and their log-probabilities."""
-
-    @torch.no_grad()
-    def act(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        log_probs = F.log_softmax(net.policy(torch.as_tensor(obs)), dim=-1).numpy()
-        cdf = np.cumsum(np.exp(log_probs), axis=1)
-        actions = np.minimum((rng.random((len(obs), 1)) > cdf).sum(axis=1), cdf.shape[1] - 1)
-        return actions, log_probs[np.arange(len(obs)), actions]
-
-    return act
-
-
-def greedy_policy(net: PolicyValueNet) -> BatchPolicy:
-    """Evaluation policy: the most probable action, ``(N, obs_dim)`` -> ``(N,)``."""
-
-    @torch.no_grad()
-    def act(obs: np.ndarray) -> np.ndarray:
-        return net.policy(torch.as_tensor(obs, dtype=torch.float32)).argmax(-1).numpy()
-
-    return act
-
-
-def stack_trajectories(trajectories: Sequence[Trajectory]) -> dict[str, torch.Tensor]:
-    """``B`` trajectories of ``(T, N)`` steps -> tensors of ``(T, B*N)`` (side by side)."""
-    for traj in trajectories:
-        check_trajectory(traj)
-    lengths = {t.obs.shape[0] for t in trajectories}
+    Keys: ``obs``/``next_obs`` ``(T, B*N, obs_dim)``, ``actions``, ``rewards``,
+    ``terminations``, ``truncations``, ``log_probs`` (behaviour) and ``resets`` (bool), each
+    ``(T, B*N)``.
+    """
+    for fragment in fragments:
+        check_fragment(fragment, need_log_probs=True)
+    lengths = {f.obs.shape[0] for f in fragments}
     if len(lengths) != 1:
-        raise ValueError(f"the trajectories have different lengths T={sorted(lengths)}. Fix: "
+        raise ValueError(f"the fragments have different lengths T={sorted(lengths)}. Fix: "
                          f"give every actor the same unroll_length.")
     names = ("obs", "actions", "rewards", "terminations", "truncations", "next_obs",
-             "behaviour_log_probs")
-    return {n: torch.as_tensor(np.concatenate([getattr(t, n) for t in trajectories], axis=1))
+             "log_probs", "resets")
+    return {n: torch.as_tensor(np.concatenate([getattr(f, n) for f in fragments], axis=1))
             for n in names}
 
 
-def impala_loss(net: PolicyValueNet, batch: dict[str, torch.Tensor], config: IMPALAConfig
+def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALAConfig
                 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Policy-gradient, value and entropy losses on a time-major batch.
 
     ``loss = -mean(A_s * log pi(a_s|x_s)) + value_coef * 0.5 * mean((v_s - V(x_s))^2)
     - entropy_coef * mean(H(pi(.|x_s)))``, with ``v_s``, ``A_s`` from V-trace (or plain n-step
-    returns when ``config.use_vtrace`` is false). Targets carry no gradient.
+    returns when ``config.use_vtrace`` is false). Targets carry no gradient. The targets run
+    over the whole grid; the means take only real steps (reset rows are masked out).
 
     Args:
         net: The learner's network.
-        batch: From :func:`stack_trajectories`: ``obs``/``next_obs`` ``(T, M, obs_dim)``, the
+        batch: From :func:`stack_fragments`: ``obs``/``next_obs`` ``(T, M, obs_dim)``, the
             rest ``(T, M)``.
         config: Discount, coefficients, ``rho_bar``/``c_bar``.
 
@@ -164,20 +135,22 @@ def impala_loss(net: PolicyValueNet, batch: dict[str, torch.Tensor], config: IMP
         next_values = torch.zeros(T, M)
         rows = batch["truncations"] > 0
         rows[-1] = True
-        next_values[rows] = net.value(batch["next_obs"][rows]).squeeze(-1)
+        next_values[rows] = net.critic(batch["next_obs"][rows]).squeeze(-1)
     discounts = config.gamma * (1.0 - batch["terminations"])
+    behaviour = batch["log_probs"]
     if config.use_vtrace:
-        targets = vtrace(batch["behaviour_log_probs"], target_log_probs.detach(),
-                         batch["rewards"], values.detach(), next_values[-1], discounts,
-                         config.rho_bar, config.c_bar, batch["truncations"], next_values)
+        targets = vtrace(behaviour, target_log_probs.detach(), batch["rewards"], values.detach(),
+                         next_values[-1], discounts, config.rho_bar, config.c_bar,
+                         batch["truncations"], next_values)
     else:
         targets = nstep_returns(batch["rewards"], values.detach(), next_values[-1], discounts,
                                 batch["truncations"], next_values)
-    pg_loss = -(targets.pg_advantages * target_log_probs).mean()
-    value_loss = 0.5 * (targets.vs - values).pow(2).mean()
-    entropy = -(log_probs_all.exp() * log_probs_all).sum(-1).mean()
+    real = ~batch["resets"]
+    pg_loss = -(targets.pg_advantages * target_log_probs)[real].mean()
+    value_loss = 0.5 * (targets.vs - values)[real].pow(2).mean()
+    entropy = -(log_probs_all.exp() * log_probs_all).sum(-1).reshape(T, M)[real].mean()
     loss = pg_loss + config.value_coef * value_loss - config.entropy_coef * entropy
-    ratio = (target_log_probs.detach() - batch["behaviour_log_probs"]).exp()
+    ratio = (target_log_probs.detach() - behaviour).exp()[real]
     return loss, {"loss": loss.item(), "pg_loss": pg_loss.item(),
                   "value_loss": value_loss.item(), "entropy": entropy.item(),
                   "mean_ratio": ratio.mean().item(),
@@ -185,7 +158,7 @@ def impala_loss(net: PolicyValueNet, batch: dict[str, torch.Tensor], config: IMP
 
 
 class VTraceLearner:
-    """Owns the network and its optimiser; one :meth:`update` per batch of ``B`` trajectories.
+    """Owns the network and its optimiser; one :meth:`update` per batch of ``B`` fragments.
 
     ``updates`` is also the policy *version*: the weights after ``k`` updates are version ``k``.
     """
@@ -193,13 +166,13 @@ class VTraceLearner:
     def __init__(self, obs_dim: int, n_actions: int, config: IMPALAConfig) -> None:
         torch.manual_seed(config.seed)
         self.config = config
-        self.net = PolicyValueNet(obs_dim, n_actions, config.hidden)
+        self.net = ActorCritic(obs_dim, n_actions, config.hidden)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
 
-    def update(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
-        """One gradient step on ``B`` trajectories; returns the loss metrics."""
-        loss, metrics = impala_loss(self.net, stack_trajectories(trajectories), self.config)
+    def update(self, fragments: Sequence[Fragment]) -> dict[str, float]:
+        """One gradient step on ``B`` fragments; returns the loss metrics."""
+        loss, metrics = impala_loss(self.net, stack_fragments(fragments), self.config)
         if not math.isfinite(metrics["loss"]):
             raise FloatingPointError(f"IMPALA loss became non-finite at update {self.updates}: "
                                      f"{metrics}. Fix: lower learning_rate or max_grad_norm.")

@@ -195,7 +195,7 @@ class ApexWorker:
         start = time.perf_counter()
         self.sync_weights()
         fragment = self.runner.run(-(-num_steps // self.runner.num_envs), self.policy)
-        batch = self.nstep.add(fragment.batch, fragment.ends, fragment.env_ids)
+        batch = self.nstep.add(fragment.batch, fragment.batch_ends, fragment.batch_env_ids)
         td_errors = self.priorities.td_errors(batch) if len(batch) else np.zeros(0)
         if len(batch):
             self.shards.add(self.shard, batch, td_errors)

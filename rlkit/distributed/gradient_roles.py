@@ -12,9 +12,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from rlkit.algos.a2c import A2CConfig, A2CLearner, Fragment
+from rlkit.algos.a2c import A2CConfig, A2CLearner, sampling_policy
 from rlkit.envs import make_env, space_dims
+from rlkit.rollout import EnvRunner, Fragment
 from rlkit.types import Weights
+
 
 class WeightsMessage(NamedTuple):
     weights: Weights
@@ -35,9 +37,9 @@ class GradientWorker:
 
     Args:
         config: Run settings.
-        worker_index: ``i``; env ``j`` is seeded ``seed + 1000 * (i + 1) + 100_000 * restart
-            + j``, so workers, and a replaced worker and the one it replaces, never share a
-            random stream.
+        worker_index: ``i``; its envs and its action sampling are seeded with
+            ``seed + 1000 * (i + 1) + 100_000 * restart``, so workers, and a replaced worker and
+            the one it replaces, never share a random stream.
         env_id: Overrides ``config.env_id`` (e.g. a slow variant for one worker).
         restart: Which incarnation of worker ``i`` this is (0 for the first).
     """
@@ -47,53 +49,26 @@ class GradientWorker:
         torch.set_num_threads(config.torch_threads)
         self.config, self.index = config, worker_index
         seed = config.seed + 1000 * (worker_index + 1) + 100_000 * restart
-        self.envs = [make_env(env_id or config.env_id, seed + j, "discrete", "A2C")
-                     for j in range(config.num_envs)]
-        self.learner = A2CLearner(*space_dims(self.envs[0]), config)
-        self.generator = torch.Generator().manual_seed(seed)
-        self.obs = np.stack([e.reset(seed=seed + j)[0] for j, e in enumerate(self.envs)])
-        self.running = np.zeros(config.num_envs)
+        self.runner = EnvRunner(env_id or config.env_id, seed, "discrete", "A2C", config.num_envs)
+        self.learner = A2CLearner(self.runner.obs_dim, self.runner.action_dim, config)
+        self.policy = sampling_policy(self.learner.net, np.random.default_rng(seed))
 
     def ready(self) -> int:
         return self.index
 
-    def collect(self) -> tuple[Fragment, list[float]]:
-        """``n_steps`` steps of every env with the current weights; returns the fragment and
-        the returns of episodes that ended in it. An episode ends on termination or truncation;
-        the reset observation becomes the next one and a truncated episode's real final
-        observation is kept in ``final_obs``."""
-        t_max, n = self.config.n_steps, self.config.num_envs
-        obs = np.zeros((t_max, *self.obs.shape), np.float32)
-        final_obs = np.zeros_like(obs)
-        actions = np.zeros((t_max, n), np.int64)
-        rewards, terms, truncs = (np.zeros((t_max, n), np.float32) for _ in range(3))
-        finished: list[float] = []
-        for t in range(t_max):
-            obs[t] = self.obs
-            with torch.no_grad():
-                logits = self.learner.net.actor(torch.as_tensor(obs[t]))
-            actions[t] = torch.multinomial(logits.softmax(-1), 1, generator=self.generator)[:, 0]
-            for j, env in enumerate(self.envs):
-                next_obs, reward, terminated, truncated, _ = env.step(int(actions[t, j]))
-                rewards[t, j], terms[t, j] = reward, terminated
-                truncs[t, j] = truncated and not terminated
-                self.running[j] += reward
-                if terminated or truncated:
-                    final_obs[t, j] = next_obs
-                    finished.append(float(self.running[j]))
-                    self.running[j] = 0.0
-                    next_obs, _ = env.reset()
-                self.obs[j] = next_obs
-        return Fragment(obs, actions, rewards, terms, truncs, final_obs, self.obs.copy()), finished
+    def collect(self) -> Fragment:
+        """``n_steps`` vector steps of every env with the current weights (the fixed on-policy
+        shape; a reset row is marked, see :class:`rlkit.rollout.Fragment`)."""
+        return self.runner.run(self.config.n_steps, self.policy, fixed_length=True)
 
     def compute_gradient(self, message: WeightsMessage) -> GradientMessage:
         """Load ``message``'s weights, collect one fragment with them, return its gradient."""
         self.learner.set_weights(message.weights)
-        fragment, finished = self.collect()
+        fragment = self.collect()
         gradient = self.learner.compute_gradient(fragment)
         loss = self.learner.last_metrics
-        return GradientMessage(gradient, message.version, self.index, fragment.rewards.size,
-                               finished, loss["policy"] + loss["value"])
+        return GradientMessage(gradient, message.version, self.index, fragment.num_steps,
+                               fragment.episode_returns, loss["policy"] + loss["value"])
 
 
 class GradientServer:

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.algos.impala import IMPALAConfig, PolicyValueNet, sampling_policy
+from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.algos.impala import IMPALAConfig
 from rlkit.common import next_multiple
 from rlkit.distributed.cluster import plan_resources, require_ray
 from rlkit.distributed.impala_roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
@@ -26,7 +27,7 @@ from rlkit.envs import make_env, space_dims
 from rlkit.metrics import History
 from rlkit.progress import ProgressBar
 from rlkit.train.impala import IMPALAResult, actor_seed, greedy_eval
-from rlkit.trajectory import TrajectoryRunner
+from rlkit.rollout import EnvRunner
 from rlkit.types import Weights
 
 UPDATES_PER_CALL = 4  # learner updates per remote call; two calls are kept in flight
@@ -156,13 +157,14 @@ def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        runner = TrajectoryRunner(config.env_id, actor_seed(config, 0), config.envs_per_actor)
-        net = PolicyValueNet(runner.obs_dim, runner.n_actions, config.hidden)
+        runner = EnvRunner(config.env_id, actor_seed(config, 0), "discrete", "IMPALA",
+                           config.envs_per_actor)
+        net = ActorCritic(runner.obs_dim, runner.action_dim, config.hidden)
         policy = sampling_policy(net, np.random.default_rng(config.seed))
-        runner.run(config.unroll_length, policy)  # warm-up
+        runner.run(config.unroll_length, policy, fixed_length=True)  # warm-up
         steps, begin = 0, time.perf_counter()
         while time.perf_counter() - begin < seconds:
-            steps += runner.run(config.unroll_length, policy).num_steps
+            steps += runner.run(config.unroll_length, policy, fixed_length=True).num_steps
         runner.close()
         return steps / (time.perf_counter() - begin)
     finally:

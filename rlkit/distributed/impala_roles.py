@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.algos.impala import IMPALAConfig, PolicyValueNet, VTraceLearner, sampling_policy
+from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.algos.impala import IMPALAConfig, VTraceLearner
 from rlkit.networks import load_numpy_weights
-from rlkit.trajectory import Trajectory, TrajectoryRunner
+from rlkit.rollout import EnvRunner, Fragment
 from rlkit.train.impala import actor_seed
 from rlkit.types import Weights
 
@@ -53,7 +54,7 @@ class TrajectoryQueue:
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self.items: collections.deque[Trajectory] = collections.deque()
+        self.items: collections.deque[Fragment] = collections.deque()
         self.cond = threading.Condition()
         self.closed = False
         self.version, self.weights = -1, None
@@ -63,7 +64,7 @@ class TrajectoryQueue:
     def ping(self) -> bool:
         return True
 
-    def put(self, trajectory: Trajectory, timeout: float) -> int:
+    def put(self, trajectory: Fragment, timeout: float) -> int:
         """Append ``trajectory``, waiting while the queue is full. Returns the latest weights
         version, or -1 once the queue is closed (the actor should stop).
 
@@ -89,7 +90,7 @@ class TrajectoryQueue:
             self.cond.notify_all()
             return self.version
 
-    def get_batch(self, n: int, timeout: float) -> list[Trajectory]:
+    def get_batch(self, n: int, timeout: float) -> list[Fragment]:
         """The ``n`` oldest trajectories, waiting until there are ``n`` ([] once closed).
 
         Raises:
@@ -153,8 +154,8 @@ class ImpalaActor:
         torch.set_num_threads(1)
         seed = actor_seed(config, index, restart)
         self.config, self.index, self.queue = config, index, queue
-        self.runner = TrajectoryRunner(config.env_id, seed, config.envs_per_actor)
-        self.net = PolicyValueNet(self.runner.obs_dim, self.runner.n_actions, config.hidden)
+        self.runner = EnvRunner(config.env_id, seed, "discrete", "IMPALA", config.envs_per_actor)
+        self.net = ActorCritic(self.runner.obs_dim, self.runner.action_dim, config.hidden)
         self.policy = sampling_policy(self.net, np.random.default_rng(seed))
         self.version = -1
         self.fragments = 0
@@ -170,12 +171,13 @@ class ImpalaActor:
             load_numpy_weights(self.net, weights)
             self.version = version
 
-    def collect(self) -> Trajectory:
-        """One ``T``-step trajectory of every env, tagged with the acting policy's version."""
-        traj = self.runner.run(self.config.unroll_length, self.policy)
-        traj.policy_version, traj.actor = self.version, self.index
+    def collect(self) -> Fragment:
+        """``T`` vector steps of every env (the fixed on-policy shape, reset rows masked),
+        tagged with the acting policy's version."""
+        fragment = self.runner.run(self.config.unroll_length, self.policy, fixed_length=True)
+        fragment.policy_version, fragment.worker = self.version, self.index
         self.fragments += 1
-        return traj
+        return fragment
 
     def run(self, max_fragments: int | None = None) -> int:
         """Collect and ship fragments until the queue closes (or ``max_fragments``); returns

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.algos.impala import (IMPALAConfig, PolicyValueNet, VTraceLearner, greedy_policy,
-                                sampling_policy)
+from rlkit.algos.a2c import ActorCritic, greedy_policy, sampling_policy
+from rlkit.algos.impala import IMPALAConfig, VTraceLearner
 from rlkit.common import eval_seed
 from rlkit.evaluation import evaluate_policy
 from rlkit.metrics import History
 from rlkit.networks import load_numpy_weights
 from rlkit.progress import ProgressBar
-from rlkit.trajectory import TrajectoryRunner
+from rlkit.rollout import EnvRunner
 from rlkit.types import Weights
 
 
@@ -84,7 +84,7 @@ def actor_seed(config: IMPALAConfig, index: int, restart: int = 0) -> int:
 def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: IMPALAConfig,
                 eval_index: int) -> tuple[float, float]:
     """Mean and std of ``config.eval_episodes`` greedy episodes with ``weights``."""
-    net = PolicyValueNet(obs_dim, n_actions, config.hidden)
+    net = ActorCritic(obs_dim, n_actions, config.hidden)
     load_numpy_weights(net, weights)
     returns = evaluate_policy(greedy_policy(net), config.env_id, config.eval_episodes,
                               eval_seed(config.seed, eval_index, config.eval_episodes))
@@ -101,11 +101,11 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         progress: Show a progress bar.
     """
     torch.set_num_threads(1)
-    runners = [TrajectoryRunner(config.env_id, actor_seed(config, i), config.envs_per_actor)
-               for i in range(config.num_actors)]
-    obs_dim, n_actions = runners[0].obs_dim, runners[0].n_actions
+    runners = [EnvRunner(config.env_id, actor_seed(config, i), "discrete", "IMPALA",
+                         config.envs_per_actor) for i in range(config.num_actors)]
+    obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
     learner = VTraceLearner(obs_dim, n_actions, config)
-    acting = PolicyValueNet(obs_dim, n_actions, config.hidden)
+    acting = ActorCritic(obs_dim, n_actions, config.hidden)
     policy = sampling_policy(acting, np.random.default_rng(config.seed))
     past = collections.deque([learner.get_weights()], maxlen=policy_lag + 1)
     history, lags = History(), []
@@ -117,8 +117,8 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         version = max(0, learner.updates - policy_lag)
         batch = []
         for k in range(config.batch_fragments):
-            traj = runners[(learner.updates * config.batch_fragments + k) % len(runners)].run(
-                config.unroll_length, policy)
+            runner = runners[(learner.updates * config.batch_fragments + k) % len(runners)]
+            traj = runner.run(config.unroll_length, policy, fixed_length=True)
             traj.policy_version = version
             batch.append(traj)
             env_steps += traj.num_steps
