@@ -1,5 +1,5 @@
 """Small pieces every algorithm and driver shares: TD targets, target-network averaging,
-evaluation seeds, finiteness checks, the rate limiter's arithmetic, and config dicts."""
+evaluation and worker seeds, finiteness checks, the rate limiter's arithmetic, and config dicts."""
 
 from __future__ import annotations
 
@@ -45,6 +45,14 @@ def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
     """First episode seed of evaluation ``eval_index``: fresh start states every time, disjoint
     from the training seeds."""
     return 1_000_000 + 10_000 * config_seed + eval_index * episodes
+
+
+def worker_seed(config_seed: int, worker_index: int, restart: int = 0) -> int:
+    """The seed of worker ``worker_index`` (its environments, its exploration, its sampling),
+    in every pattern: ``config_seed + 1000 * (i + 1) + 100_000 * restart``. Workers never share
+    a random stream, nor does a restarted worker with the one it replaces (``restart`` counts
+    its incarnations; the off-policy driver adds 1000 per resume from a checkpoint)."""
+    return config_seed + 1000 * (worker_index + 1) + 100_000 * restart
 
 
 def check_finite(metrics: dict[str, float], updates: int, algorithm: str) -> None:

@@ -1,4 +1,5 @@
-"""Training history: what happened, against env steps and wall-clock seconds."""
+"""Training history (what happened, against env steps and wall-clock seconds) and the fields
+every distributed run returns (:class:`RunResult`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rlkit.types import Weights
 
 
 @dataclass
@@ -55,6 +58,34 @@ class History:
     def from_dict(cls, data: dict[str, Any]) -> History:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    """The fields every distributed run returns; each pattern's result extends it.
+
+    Attributes:
+        history: Training episodes, evaluations and losses against env steps and seconds;
+            restarts and other events in ``history.events``.
+        solved: Whether a greedy evaluation reached the config's ``target_return``.
+        eval_return: Mean return of the last evaluation.
+        env_steps: Env steps the run counted (collected, or consumed by the learner).
+        wall_seconds: Training time, from the end of the actors' start-up.
+        updates: Learner updates (gradient steps) applied.
+        weights: On a solve, the weights that reached the target; else the final ones.
+        startup_seconds: Time the actors took to start.
+        worker_restarts: Workers replaced after a failure.
+    """
+
+    history: History
+    solved: bool
+    eval_return: float
+    env_steps: int
+    wall_seconds: float
+    updates: int
+    weights: Weights
+    startup_seconds: float = 0.0
+    worker_restarts: int = 0
 
 
 def repo_root() -> Path:

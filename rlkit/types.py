@@ -81,6 +81,25 @@ class NStepBatch(NamedTuple):
         return len(self.rewards)
 
 
+class FragmentStats(NamedTuple):
+    """What a replay worker (off-policy or Ape-X) tells the driver about a fragment it
+    collected; the transitions themselves go to the learner or to a replay shard.
+
+    Attributes:
+        worker: Index of the worker.
+        env_steps: Real env steps in the fragment.
+        episode_returns: Returns of the episodes that finished inside it.
+        weights_version: Version of the weights the worker acted with.
+        seconds: Time the worker spent on the call.
+    """
+
+    worker: int
+    env_steps: int
+    episode_returns: list[float]
+    weights_version: int
+    seconds: float
+
+
 class TensorBatch(NamedTuple):
     """A :class:`Batch` as torch tensors on one device (same fields, same shapes)."""
 

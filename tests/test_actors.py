@@ -34,7 +34,7 @@ def test_rollout_worker_fragment_shapes_and_weight_sync():
     assert batch.actions.shape == (64,) and batch.actions.dtype == np.int64
     assert set(batch.actions.tolist()) <= {0, 1}
     assert batch.rewards.shape == batch.terminations.shape == (64,)
-    assert stats.num_steps == 64 and stats.worker_index == 0
+    assert stats.env_steps == 64 and stats.worker == 0
     learner.publish()
     assert ps.get_version() == 1
     _, stats = worker.collect(8, random_action_prob=0.0)
@@ -57,9 +57,9 @@ def test_learner_trains_as_told_and_publishes_every_k_updates():
     learner = LearnerWorker(SPEC, LocalChannel(ps), publish_every=5)
     batch, _ = RolloutWorker(SPEC, 0).collect(200, 1.0)
     metrics = learner.add_and_train(batch, 0)
-    assert metrics["updates"] == 0 and metrics["buffer_size"] == 200 and np.isnan(metrics["loss"])
+    assert metrics.updates == 0 and metrics.buffer_size == 200 and np.isnan(metrics.loss)
     metrics = learner.add_and_train(batch, 12)
-    assert metrics["updates"] == 12 and np.isfinite(metrics["loss"])
+    assert metrics.updates == 12 and np.isfinite(metrics.loss)
     assert ps.get_version() == 2  # published after updates 5 and 10
 
 

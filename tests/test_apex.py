@@ -12,7 +12,8 @@ from rlkit.algos.dqn import DQNConfig, dqn_td_errors, greedy_batch_policy
 from rlkit.common import eval_seed, updates_due
 from rlkit.evaluation import evaluate_policy
 from rlkit.networks import QNetwork, load_numpy_weights
-from rlkit.distributed.apex_roles import ApexLearner, ApexWorker, LocalShards, ReplayShard
+from rlkit.distributed.apex_roles import ApexLearner, ApexWorker
+from rlkit.distributed.apex_shards import LocalShards, ReplayShard
 from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
 
 SMALL_DQN = DQNConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600,
@@ -50,7 +51,7 @@ def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_pr
     for _ in range(3):
         for w in workers:
             report = w.collect(40)
-            assert 40 <= report["env_steps"] < 42 and report["version"] == 1  # 2 envs
+            assert 40 <= report.env_steps < 42 and report.weights_version == 1  # 2 envs
     # each worker wrote only to its own shard, n-step windows still open are held back
     sizes = [len(s.replay) for s in shards.shards]
     assert all(100 <= n <= 120 for n in sizes), sizes
@@ -67,7 +68,7 @@ def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_pr
             return original(ids, td_errors)
         shard.replay.update_priorities = record
     report = learner.train(8, progress=0.5)
-    assert report["updates"] == 8 and np.isfinite(report["loss"]) and report["beta"] == 0.7
+    assert report.updates == 8 and np.isfinite(report.loss) and report.beta == 0.7
     # new priorities came back to both shards, for items of that shard, as (|td| + eps)^alpha
     assert all(sent.values())
     for k, shard in enumerate(shards.shards):
@@ -101,7 +102,7 @@ def test_apex_ddpg_roles_in_one_process():
     for _ in range(3):
         worker.collect(40)
     report = learner.train(4, progress=0.0)
-    assert report["updates"] == 4 and np.isfinite(report["loss"])
+    assert report.updates == 4 and np.isfinite(report.loss)
     np.testing.assert_allclose(worker.rungs, [0.5, 0.05])
 
 
@@ -110,10 +111,10 @@ def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster
 
     algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2,
                                          fragment_steps=40, updates_per_call=8))
-    result = train_apex_ray(algo, kill_worker_at=200)
+    result = train_apex_ray(algo, kill_at={"worker 0": 200})
     assert result.env_steps >= 600 and result.updates > 0
     assert len(result.shard_sizes) == 2 and min(result.shard_sizes) > 0
-    assert result.restarts == 1 and "worker 0 failed" in result.history.events[0]
+    assert result.worker_restarts == 1 and "worker 0 failed" in result.history.events[0]
     assert result.history.eval_steps and result.priority_histograms
     # the run ends with an evaluation of exactly the weights it returns
     q = QNetwork(4, 2, SMALL_DQN.hidden)

@@ -26,7 +26,7 @@ CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps
 def test_killed_learner_names_itself_and_the_checkpoint_and_resume_works(ray_cluster, tmp_path):
     with pytest.raises(LearnerFailedError, match="learner actor failed") as info:
         train_dqn_ray(CFG, num_workers=2, checkpoint_dir=tmp_path, checkpoint_every=200,
-                      kill_learner_at_step=2000)
+                      kill_at={"learner": 2000})
     path = tmp_path / "checkpoint.pt"
     assert f"resume_from={str(path)!r}" in str(info.value)
     assert wait_until_no_actors() == []
@@ -46,7 +46,7 @@ def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
     # each CrashingCartPole instance raises at its 600th step: every worker fails, is
     # restarted with a fresh env, and training still collects its whole budget
     cfg = dataclasses.replace(CFG, env_id=CRASHING)
-    result = train_dqn_ray(cfg, num_workers=2)
+    result = train_dqn_ray(cfg, num_workers=2, max_restarts=5)
     assert result.env_steps == 3000 and result.worker_restarts >= 2
     failures = [e for e in result.history.events if "failed" in e]
     assert len(failures) == result.worker_restarts
@@ -58,13 +58,13 @@ def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
 
 def test_env_that_always_crashes_gives_up_after_max_restarts(ray_cluster):
     cfg = dataclasses.replace(CFG, env_id=CRASHING, total_steps=20_000)
-    with pytest.raises(RuntimeError, match="rollout worker 0 failed 2 times.*injected crash"):
+    with pytest.raises(RuntimeError, match="worker 0 failed 2 times.*injected crash"):
         train_dqn_ray(cfg, num_workers=1, fragment_steps=1000, max_restarts=1)
     assert wait_until_no_actors() == []
 
 
 def test_killed_evaluator_is_restarted_and_training_goes_on(ray_cluster):
-    result = train_dqn_ray(CFG, num_workers=2, kill_evaluator_at_step=1500)
+    result = train_dqn_ray(CFG, num_workers=2, kill_at={"evaluator": 1500})
     assert result.env_steps == 3000 and result.evaluator_restarts == 1
     assert any("evaluator failed" in e for e in result.history.events)
     assert result.history.eval_steps[-1] == 3000 and len(result.history.eval_steps) >= 2
@@ -81,8 +81,8 @@ def test_non_finite_loss_stops_the_learner_with_its_metrics(ray_cluster):
 def test_hanging_env_surfaces_as_a_timeout_naming_the_workers(ray_cluster):
     cfg = dataclasses.replace(CFG, env_id=HANGING)
     start = time.monotonic()
-    with pytest.raises(TimeoutError, match=r"no rollout worker .*answered within "
-                                           r"timeout_s=5.0 s \(waiting for workers \[0\]\)"):
+    with pytest.raises(TimeoutError, match=r"worker 0 did not answer within timeout_s=5.0 s "
+                                           r"\(waiting after \d+ env steps\)"):
         train_dqn_ray(cfg, num_workers=1, timeout_s=5.0)
     assert time.monotonic() - start < 60  # start-up + the 300 steps + 5 s, never an hour
     assert wait_until_no_actors() == []

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from rlkit.algos.a2c import A2CConfig, A2CLearner
-from rlkit.distributed.gradient_server import (GradientMessage, GradientServer, GradientWorker,
-                                               train_a2c, train_a2c_ray, train_a3c_ray)
+from rlkit.distributed.gradient_roles import (GradientMessage, GradientServer, GradientWorker,
+                                             ServerStats)
+from rlkit.distributed.gradient_server import train_a2c, train_a2c_ray, train_a3c_ray
 from conftest import actor_processes
 from rlkit.testing import faulty_envs
 
@@ -34,7 +35,7 @@ def test_staleness_of_a_scripted_arrival_order():
     for worker, version, expected_version_after in [(0, 0, 1), (1, 0, 2), (0, 1, 3), (2, 0, 4)]:
         assert server.apply(message(version, g, worker)).version == expected_version_after
     assert server.staleness == [0, 1, 1, 3] and server.senders == [0, 1, 0, 2]
-    assert server.stats()["updates"] == 4
+    assert server.stats().updates == 4
 
 
 def test_a2c_round_has_zero_staleness_and_averages():
@@ -54,7 +55,7 @@ def test_nan_gradient_is_skipped_counted_and_weights_unchanged():
     bad = gradient_like(server)
     bad[3] = np.nan
     after = server.apply(message(0, bad))
-    assert server.stats() == {"updates": 0, "staleness": [0], "senders": [0], "skipped": 1}
+    assert server.stats() == ServerStats(updates=0, staleness=[0], senders=[0], skipped=1)
     assert after.version == before.version == 0
     for k, v in before.weights.items():
         np.testing.assert_array_equal(v, after.weights[k])
@@ -152,11 +153,11 @@ def test_a2c_one_worker_under_ray_equals_single_process(ray_cluster):
 def test_killed_worker_is_replaced_and_nan_gradients_skipped(ray_cluster, driver):
     # worker 0 is killed after 400 env steps; worker 1's env returns NaN rewards from its
     # 300th step on, so its later gradients are NaN and the server skips them
-    run = driver(SMALL, num_workers=2, max_steps=2000, evaluate=False, kill_worker_at=400,
+    run = driver(SMALL, num_workers=2, max_steps=2000, evaluate=False, kill_at={"worker 0": 400},
                  worker_env_ids=[None, faulty_envs.NAN_REWARD])
     print(driver.__name__, f"startup {run.startup_seconds:.1f} s, run {run.wall_seconds:.1f} s")
     assert run.worker_restarts == 1
-    assert any("worker 0 replaced" in e for e in run.history.events)
+    assert any("worker 0 failed" in e and "restarted" in e for e in run.history.events)
     assert run.env_steps >= 2000 and len(run.staleness) >= 2000 // 40 - 2
     assert run.skipped_updates > 0 and run.updates > 0
     if driver is train_a3c_ray:

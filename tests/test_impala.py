@@ -14,7 +14,7 @@ from rlkit.rollout import EnvRunner, check_fragment
 from rlkit.train.impala import train_impala
 
 SMALL = IMPALAConfig(num_actors=2, envs_per_actor=2, unroll_length=5, batch_fragments=2,
-                     queue_size=2, hidden=(16,), timeout_s=20.0)
+                     queue_size=2, hidden=(16,))
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -71,14 +71,14 @@ def test_actor_and_learner_in_process_measure_lag():
     actor = ImpalaActor(SMALL, 0, queue)
     assert actor.run(max_fragments=2) == 2  # acts with version 0
     out = learner.train(1)
-    assert out["lags"] == [0, 0] and out["updates"] == 1
-    assert out["env_steps"] == 2 * SMALL.unroll_length * SMALL.envs_per_actor
+    assert out.lags == [0, 0] and out.updates == 1
+    assert out.env_steps == 2 * SMALL.unroll_length * SMALL.envs_per_actor
     assert queue.version == 1
     # the actor learns of version 1 from its next put's reply, after shipping with version 0
     actor.run(max_fragments=2)
     assert actor.version == 1
     out = learner.train(1)
-    assert out["lags"] == [1, 0]  # first fragment acted with version 0, learner at version 1
+    assert out.lags == [1, 0]  # first fragment acted with version 0, learner at version 1
 
 
 def _wait_until(condition, seconds: float = 30.0) -> None:
@@ -98,8 +98,8 @@ def test_slow_learner_makes_actors_wait_and_queue_stays_bounded():
         for t in threads:
             t.start()
         # the queue fills and both actors block on a put, each holding one more fragment
-        _wait_until(lambda: queue.stats()["waiting_puts"] == 2)
-        assert queue.stats()["size"] == 3 and queue.high_water == 3  # full, never more
+        _wait_until(lambda: queue.stats().waiting_puts == 2)
+        assert queue.stats().size == 3 and queue.high_water == 3  # full, never more
         collected = sum(a.fragments for a in actors)
         assert collected == 3 + len(actors)
         time.sleep(0.5)
@@ -145,7 +145,7 @@ def test_learner_rejects_a_non_finite_loss():
 
 RAY_CONFIG = IMPALAConfig(envs_per_actor=4, unroll_length=16, batch_fragments=4, queue_size=4,
                           hidden=(32, 32), total_steps=30_000, eval_every=15_000,
-                          eval_episodes=2, target_return=None, timeout_s=30.0)
+                          eval_episodes=2, target_return=None)
 
 
 def no_impala_processes(seconds=10.0):
@@ -168,13 +168,13 @@ def test_ray_queue_back_pressure_blocks_an_actor(ray_cluster):
         ray.get([queue.publish.remote(0, None), actor.ping.remote()], timeout=60)
         run = actor.run.remote()
         deadline = time.monotonic() + 30  # until the actor is blocked on its third put
-        while ray.get(queue.stats.remote(), timeout=30)["waiting_puts"] < 1:
+        while ray.get(queue.stats.remote(), timeout=30).waiting_puts < 1:
             assert time.monotonic() < deadline, "the actor never blocked on the full queue"
             time.sleep(0.1)
         ready, _ = ray.wait([run], timeout=0.5)
         assert not ready  # no learner: the actor is stuck waiting for room
         stats = ray.get(queue.stats.remote(), timeout=30)
-        assert stats["size"] == 2 and stats["high_water"] == 2 and stats["waiting_puts"] == 1
+        assert stats.size == 2 and stats.high_water == 2 and stats.waiting_puts == 1
         ray.get(queue.close.remote(), timeout=30)
         assert ray.get(run, timeout=30) == 2  # released by close, nothing more was queued
     finally:
@@ -202,9 +202,9 @@ def test_short_impala_run_under_ray(ray_cluster):
 def test_killed_actor_is_replaced(ray_cluster):
     from rlkit.distributed.impala import train_impala_ray
 
-    result = train_impala_ray(RAY_CONFIG, kill_actor_at=5_000)
+    result = train_impala_ray(RAY_CONFIG, kill_at={"worker 0": 5_000}, timeout_s=60.0)
     assert result.worker_restarts == 1
-    assert any("actor 0 failed" in e for e in result.history.events)
+    assert any("worker 0 failed" in e for e in result.history.events)
     assert result.env_steps >= RAY_CONFIG.total_steps
     assert no_impala_processes() == []
 

@@ -32,10 +32,10 @@ def test_roles_as_ray_actors(ray_cluster):
         assert ray.get(ps.get_version.remote()) == 1
         batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(300, 1.0)
         stats = ray.get(stats_ref)
-        assert stats.num_steps == 300 and stats.weights_version == 1
+        assert stats.env_steps == 300 and stats.weights_version == 1
         # the batch reference goes straight to the learner; the driver never fetches it
         metrics = ray.get(learner.add_and_train.remote(batch_ref, 10))
-        assert metrics["updates"] == 10 and metrics["buffer_size"] == 300
+        assert metrics.updates == 10 and metrics.buffer_size == 300
         assert ray.get(ps.get_version.remote()) == 3  # 1 + publications after updates 5, 10
         # the worker asks "anything newer?" one fragment ahead: the question it sent during the
         # first collect (when version 1 was the newest) is answered "no", so this fragment
@@ -96,7 +96,7 @@ def test_a_solved_run_returns_the_weights_that_reached_the_target(ray_cluster):
 
 
 def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
-    result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100, kill_worker_at_step=1000)
+    result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100, kill_at={"worker 0": 1000})
     assert result.worker_restarts == 1
     assert any("worker 0 failed" in e and "restarted" in e for e in result.history.events)
     assert result.env_steps == 3000  # the lost fragment was collected again

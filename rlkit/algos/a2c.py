@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlkit.common import eval_seed
 from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.envs import check_env_id
+from rlkit.evaluation import evaluate_policy
 from rlkit.networks import load_numpy_weights, make_adam, mlp, module_weights
 from rlkit.rollout import Fragment
 from rlkit.types import BatchPolicy, SamplingPolicy, Weights
@@ -113,6 +116,18 @@ def sampling_policy(net: ActorCritic, rng: np.random.Generator) -> SamplingPolic
 def greedy_policy(net: ActorCritic) -> BatchPolicy:
     """The evaluation policy: the most probable action, ``(N, obs_dim)`` -> ``(N,)`` int64."""
     return net.greedy_actions
+
+
+def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: Any,
+                eval_index: int) -> tuple[float, float]:
+    """Mean and std of ``config.eval_episodes`` greedy episodes of ``config.env_id`` with
+    ``weights`` (an :class:`ActorCritic`'s), on the fresh seeds of evaluation ``eval_index``.
+    A2C/A3C and IMPALA evaluate with it; ``config`` is either's."""
+    net = ActorCritic(obs_dim, n_actions, config.hidden)
+    load_numpy_weights(net, weights)
+    returns = evaluate_policy(greedy_policy(net), config.env_id, config.eval_episodes,
+                              eval_seed(config.seed, eval_index, config.eval_episodes))
+    return float(returns.mean()), float(returns.std())
 
 
 def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.ndarray,

@@ -53,7 +53,6 @@ class ApexConfig:
     eps_spread: float = 7.0
     sigma_max: float = 0.5  # DDPG ladder: noise std as a fraction of the action half-range
     sigma_min: float = 0.05
-    timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
         require_ints(self, ("num_workers", "envs_per_worker", "num_shards", "fragment_steps",

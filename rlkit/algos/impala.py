@@ -53,7 +53,6 @@ class IMPALAConfig:
     eval_every: int = 20_000  # env steps between greedy evaluations
     eval_episodes: int = 20
     target_return: float | None = 475.0  # stop at the first greedy eval reaching it
-    timeout_s: float = 60.0  # longest wait for any actor
 
     def __post_init__(self) -> None:
         check_env_id(self.env_id)
@@ -62,7 +61,6 @@ class IMPALAConfig:
         require_ints(self, ("seed",), 0)
         require_positive_finite(self, ("learning_rate",), "1e-3")
         require_positive_finite(self, ("max_grad_norm",), "40.0")
-        require_positive_finite(self, ("timeout_s",), "60.0")
         require_hidden(self)
         if not 0 <= self.gamma < 1:
             fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")

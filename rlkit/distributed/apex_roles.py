@@ -1,8 +1,6 @@
-"""The Ape-X roles (Horgan et al. 2018), as plain classes first and Ray actors second.
+"""The Ape-X roles (Horgan et al. 2018), as plain classes first and Ray actors second; the
+replay shards are in :mod:`rlkit.distributed.apex_shards`.
 
-* :class:`ReplayShard`: one prioritized replay
-  (:class:`rlkit.prioritized_replay.PrioritizedReplay`).
-  ``K`` shards hold the data between them.
 * :class:`ApexWorker`: steps ``N`` envs, each at its own rung of the exploration ladder, builds
   n-step transitions, computes their initial priorities with its own copy of the learner's
   weights (online and target), and adds them to its shard itself: the data never passes through
@@ -10,136 +8,48 @@
 * :class:`ApexLearner`: samples batches from the shards in proportion to their total priority,
   takes importance-weighted steps, sends the new priorities back, and publishes weights.
 
-Shards are reached through a :class:`ShardClient`: :class:`LocalShards` calls plain objects (one
-process, tests), :class:`RayShards` calls actors. The roles' code is the same either way.
+Both reach the shards through a :class:`~rlkit.distributed.apex_shards.ShardClient`, the same
+code in one process and under Ray.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from rlkit.algos.apex import ApexAlgorithm
+from rlkit.common import worker_seed
+from rlkit.distributed.apex_shards import ShardClient
 from rlkit.distributed.parameter_server import WeightsChannel
 from rlkit.envs import make_env
 from rlkit.exploration import worker_rungs
 from rlkit.nstep import NStepBuilder
-from rlkit.prioritized_replay import (PrioritizedReplay, PrioritizedSample, beta_at,
-                                      importance_weights, split_by_priority)
+from rlkit.prioritized_replay import beta_at, importance_weights, split_by_priority
 from rlkit.rollout import EnvRunner
-from rlkit.types import NStepBatch
+from rlkit.types import FragmentStats, NStepBatch, Weights
 
-__all__ = ["ApexLearner", "ApexWorker", "LocalShards", "RayShards", "ReplayShard", "ShardClient"]
+__all__ = ["ApexLearner", "ApexLearnerReport", "ApexWorker"]
 
 
-class ReplayShard:
-    """One shard of the replay: a :class:`PrioritizedReplay` behind actor methods.
+class ApexLearnerReport(NamedTuple):
+    """What :meth:`ApexLearner.train` returns.
 
-    Args:
-        capacity, obs_dim, action_dim, alpha, seed: As for :class:`PrioritizedReplay`.
+    Attributes:
+        updates: Learner updates so far.
+        loss: Mean loss of this call's updates.
+        mean_td_error: Mean ``|TD error|`` of this call's batches.
+        beta: The importance-sampling exponent used.
+        weights: The online network's weights after these updates (what the driver evaluates).
     """
 
-    def __init__(self, capacity: int, obs_dim: int, action_dim: int | None, alpha: float,
-                 seed: int) -> None:
-        self.replay = PrioritizedReplay(capacity, obs_dim, action_dim, alpha, seed=seed)
-
-    def ping(self) -> bool:
-        return True
-
-    def add(self, batch: NStepBatch, td_errors: np.ndarray) -> int:
-        """Store transitions with their initial ``|TD error|``; returns the shard's size."""
-        self.replay.add(batch, td_errors)
-        return len(self.replay)
-
-    def stats(self) -> tuple[float, float, int]:
-        """``(total priority, min priority, size)``."""
-        return self.replay.total_priority, self.replay.min_priority, len(self.replay)
-
-    def sample_many(self, counts: list[int], beta: float
-                    ) -> tuple[list[PrioritizedSample | None], float, float]:
-        """One sample of ``counts[m]`` items for each batch ``m`` (``None`` where 0), plus the
-        shard's total and min priority *after* drawing them, for the learner's next split."""
-        samples = [self.replay.sample(c, beta) if c > 0 else None for c in counts]
-        return samples, self.replay.total_priority, self.replay.min_priority
-
-    def update_priorities(self, ids: np.ndarray, td_errors: np.ndarray) -> int:
-        return self.replay.update_priorities(ids, td_errors)
-
-    def histogram(self, bins: np.ndarray) -> np.ndarray:
-        """Counts of stored priorities ``p = (|delta| + eps) ** alpha`` in ``bins``."""
-        n = len(self.replay)
-        return np.histogram(self.replay.tree[np.arange(n)], bins=bins)[0]
-
-
-class ShardClient(Protocol):
-    """How the worker and the learner talk to the shards (in one process or under Ray)."""
-
-    def add(self, shard: int, batch: NStepBatch, td_errors: np.ndarray) -> None: ...
-
-    def sample_many(self, counts: np.ndarray, beta: float
-                    ) -> list[tuple[list[PrioritizedSample | None], float, float]]: ...
-
-    def update_priorities(self, shard: int, ids: np.ndarray, td_errors: np.ndarray) -> None: ...
-
-    def stats(self) -> list[tuple[float, float, int]]: ...
-
-
-class LocalShards:
-    """Shards as plain objects in this process."""
-
-    def __init__(self, shards: list[ReplayShard]) -> None:
-        self.shards = shards
-
-    def add(self, shard: int, batch: NStepBatch, td_errors: np.ndarray) -> None:
-        self.shards[shard].add(batch, td_errors)
-
-    def sample_many(self, counts: np.ndarray, beta: float
-                    ) -> list[tuple[list[PrioritizedSample | None], float, float]]:
-        return [s.sample_many(c.tolist(), beta) for s, c in zip(self.shards, counts)]
-
-    def update_priorities(self, shard: int, ids: np.ndarray, td_errors: np.ndarray) -> None:
-        self.shards[shard].update_priorities(ids, td_errors)
-
-    def stats(self) -> list[tuple[float, float, int]]:
-        return [s.stats() for s in self.shards]
-
-
-class RayShards:
-    """Shards as Ray actors. ``add`` keeps one call in flight per caller (it waits for the
-    previous add before sending the next: back-pressure, so a fast worker cannot queue
-    unbounded data at a busy shard); ``update_priorities`` does not wait at all."""
-
-    def __init__(self, handles: list[Any], timeout_s: float = 120.0) -> None:
-        self.handles, self.timeout_s = handles, timeout_s
-        self.pending_add: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:  # a copy sent to another actor starts afresh
-        return {"handles": self.handles, "timeout_s": self.timeout_s, "pending_add": None}
-
-    def add(self, shard: int, batch: NStepBatch, td_errors: np.ndarray) -> None:
-        import ray
-
-        if self.pending_add is not None:
-            ray.get(self.pending_add, timeout=self.timeout_s)
-        self.pending_add = self.handles[shard].add.remote(batch, td_errors)
-
-    def sample_many(self, counts: np.ndarray, beta: float
-                    ) -> list[tuple[list[PrioritizedSample | None], float, float]]:
-        import ray
-
-        refs = [h.sample_many.remote(c.tolist(), beta) for h, c in zip(self.handles, counts)]
-        return ray.get(refs, timeout=self.timeout_s)
-
-    def update_priorities(self, shard: int, ids: np.ndarray, td_errors: np.ndarray) -> None:
-        self.handles[shard].update_priorities.remote(ids, td_errors)
-
-    def stats(self) -> list[tuple[float, float, int]]:
-        import ray
-
-        return ray.get([h.stats.remote() for h in self.handles], timeout=self.timeout_s)
+    updates: int
+    loss: float
+    mean_td_error: float
+    beta: float
+    weights: Weights
 
 
 class ApexWorker:
@@ -148,7 +58,7 @@ class ApexWorker:
 
     Args:
         algo: The Ape-X algorithm (``rlkit.algos.apex``): networks, ladder, priorities.
-        worker_index: ``i``; seeds ``seed + 1000 * (i + 1) + 100_000 * restart``.
+        worker_index: ``i``; seeded with :func:`rlkit.common.worker_seed`.
         weights: Channel to the parameter server (publishes the learner's priority weights).
         shards: Where the transitions go.
         restart: Which incarnation of this worker this is (fresh random stream each time).
@@ -160,7 +70,7 @@ class ApexWorker:
         apex = algo.apex
         self.index, self.weights, self.shards = worker_index, weights, shards
         self.shard = worker_index % apex.num_shards
-        seed = algo.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
+        seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name,
                                 apex.envs_per_worker)
@@ -183,14 +93,14 @@ class ApexWorker:
             self.version = newer[0]
             self.priorities.load(newer[1])
 
-    def collect(self, num_steps: int) -> dict[str, Any]:
+    def collect(self, num_steps: int) -> FragmentStats:
         """Take at least ``num_steps`` env steps in all (fewer than ``envs_per_worker`` more
         when an env spent a step on its next-step reset), add the finished n-step windows to
         the shard with their priorities, and report.
 
         Returns:
-            ``{"worker", "env_steps", "episode_returns", "version", "seconds",
-            "mean_priority"}``; the transitions themselves go to the shard, not back.
+            The fragment's :class:`~rlkit.types.FragmentStats`; the transitions themselves go
+            to the shard, not back.
         """
         start = time.perf_counter()
         self.sync_weights()
@@ -199,10 +109,8 @@ class ApexWorker:
         td_errors = self.priorities.td_errors(batch) if len(batch) else np.zeros(0)
         if len(batch):
             self.shards.add(self.shard, batch, td_errors)
-        return {"worker": self.index, "env_steps": len(fragment.batch),
-                "episode_returns": fragment.episode_returns, "version": self.version,
-                "seconds": time.perf_counter() - start,
-                "mean_priority": float(td_errors.mean()) if len(td_errors) else float("nan")}
+        return FragmentStats(self.index, fragment.num_steps, fragment.episode_returns,
+                             self.version, time.perf_counter() - start)
 
 
 class ApexLearner:
@@ -237,7 +145,7 @@ class ApexLearner:
         self.weights.flush()
         return self.learner.updates
 
-    def train(self, num_updates: int, progress: float) -> dict[str, Any]:
+    def train(self, num_updates: int, progress: float) -> ApexLearnerReport:
         """``num_updates`` importance-weighted updates, sampled in proportion to the shards'
         total priorities (as last reported), with ``beta = beta_at(progress)``.
 
@@ -246,23 +154,23 @@ class ApexLearner:
         that Ape-X's own prefetching learner accepts too.
 
         Returns:
-            ``{"updates", "loss", "mean_td_error", "beta", "weights"}``: ``weights`` are the
-            online network's after these updates (what the driver evaluates).
+            An :class:`ApexLearnerReport`.
         """
         cfg, apex = self.algo.config, self.algo.apex
         beta = beta_at(progress, apex.beta_start)
         if self.totals is None:
             stats = self.shards.stats()
-            self.totals = np.array([s[0] for s in stats])
-            self.mins = np.array([s[1] for s in stats])
+            self.totals = np.array([s.total_priority for s in stats])
+            self.mins = np.array([s.min_priority for s in stats])
         counts = np.stack([split_by_priority(self.totals, cfg.batch_size, self.rng)
                            for _ in range(num_updates)], axis=1)  # (K, num_updates)
         answers = self.shards.sample_many(counts, beta)
-        self.totals = np.array([a[1] for a in answers])
-        self.mins = np.array([a[2] for a in answers])
+        self.totals = np.array([a.stats.total_priority for a in answers])
+        self.mins = np.array([a.stats.min_priority for a in answers])
         losses, td_means, new_td = [], [], [[] for _ in answers]
         for m in range(num_updates):
-            parts = [(k, a[0][m]) for k, a in enumerate(answers) if a[0][m] is not None]
+            parts = [(k, a.samples[m]) for k, a in enumerate(answers)
+                     if a.samples[m] is not None]
             batch = NStepBatch(*(np.concatenate(f) for f in zip(*(p.batch for _, p in parts))))
             prios = np.concatenate([p.priorities for _, p in parts])
             weights = importance_weights(prios, float(self.mins.min()), beta)
@@ -279,6 +187,5 @@ class ApexLearner:
             if pairs:
                 self.shards.update_priorities(k, np.concatenate([i for i, _ in pairs]),
                                               np.concatenate([t for _, t in pairs]))
-        return {"updates": self.learner.updates, "loss": float(np.mean(losses)),
-                "mean_td_error": float(np.mean(td_means)), "beta": beta,
-                "weights": self.learner.get_weights()}
+        return ApexLearnerReport(self.learner.updates, float(np.mean(losses)),
+                                 float(np.mean(td_means)), beta, self.learner.get_weights())

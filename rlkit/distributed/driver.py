@@ -1,10 +1,10 @@
 """The off-policy replay driver: rollout workers, a learner that owns the buffer, a parameter
-server and an evaluator, wired by one loop (:meth:`OffPolicyRun.train`).
+server and an evaluator, on the loop every driver shares (:mod:`rlkit.distributed.run`).
 
-The loop is the part to read: launch a fragment on every worker, ``ray.wait`` for whichever
-finishes first, hand its transitions to the learner with exactly the updates the rate limiter
-allows, evaluate every ``eval_every`` env steps, relaunch the worker. Everything that keeps a
-long run alive (restarts, timeouts, checkpoints, interrupts, fault injection) is hooked in from
+The events are the part to read: when a worker's fragment is in (:meth:`OffPolicyRun.
+on_fragment`), hand it to the learner with exactly the updates the rate limiter allows and
+relaunch the worker; evaluate every ``eval_every`` env steps (:meth:`OffPolicyRun.schedule`).
+Restarts, timeouts, checkpoints, interrupts and fault injection are hooked in from
 :mod:`rlkit.distributed.supervisor` and :mod:`rlkit.train.checkpoint`.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +26,11 @@ from rlkit.common import eval_seed, next_multiple
 from rlkit.distributed.cluster import ResourcePlan, plan_resources, require_ray
 from rlkit.distributed.options import RayOptions, RayResult
 from rlkit.distributed.parameter_server import ParameterServer, RayChannel
-from rlkit.distributed.roles import Evaluator, FragmentStats, LearnerWorker, RolloutWorker
-from rlkit.distributed.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError, Supervisor
+from rlkit.distributed.roles import Evaluator, LearnerWorker, RolloutWorker
+from rlkit.distributed.run import DriverRun
+from rlkit.distributed.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError
 from rlkit.envs import make_env, space_dims
 from rlkit.metrics import History
-from rlkit.progress import ProgressBar
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, interrupts_deferred,
                                     load_checkpoint, save_on_interrupt, updates_owed)
 from rlkit.types import OffPolicyAlgorithm, Weights
@@ -73,7 +74,8 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     or ``KeyboardInterrupt`` (after which a checkpoint is saved if ``checkpoint_dir`` is set).
 
     ``wall_seconds`` counts from the moment all actors are up (as the single-process loop counts
-    from the end of its set-up); ``startup_seconds`` is the time they took to start.
+    from the end of its set-up); ``startup_seconds`` is the time they took to start. The roles
+    are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
     """
     opts = RayOptions(**options)
     cluster = require_ray()
@@ -88,90 +90,55 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
                         None if algo.action_kind == "discrete" else act_dim)
     resumed = None if opts.resume_from is None else load_checkpoint(opts.resume_from,
                                                                     algo.name, config)
-    run = OffPolicyRun(algo, num_workers, plan, opts, resumed)
-    try:
-        with run.supervisor, save_on_interrupt(run.save_on_stop, lambda: run.env_steps):
-            run.start_actors()
-            run.train()
-            run.finish()
-    finally:
-        run.bar.close(run.solved, eval=f"{run.eval_return:.0f}")
-    return run.result()
+    return OffPolicyRun(algo, num_workers, plan, opts, resumed).run()
 
 
-class OffPolicyRun:
-    """The state of one :func:`train_ray` run and the steps of its loop."""
+class OffPolicyRun(DriverRun):
+    """One :func:`train_ray` run on the shared :class:`DriverRun` loop. Its events: a worker's
+    fragment (:meth:`on_fragment`: hand it to the learner at the rate limit, relaunch the
+    worker) and an evaluation (:meth:`on_evaluation`); :meth:`schedule` starts an evaluation
+    when one is due."""
 
     def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, plan: ResourcePlan,
                  opts: RayOptions, resumed: Checkpoint | None) -> None:
-        self.algo, self.config, self.opts, self.plan = algo, algo.config, opts, plan
-        self.num_workers, self.resumed = num_workers, resumed
-        self.history, self.env_steps, self.updates_asked, self.clock_offset = History(), 0, 0, 0.0
+        config = algo.config
+        history, updates_asked = History(), 0
         if resumed is not None:
-            self.history, self.env_steps = resumed.history, resumed.env_steps
-            self.updates_asked, self.clock_offset = resumed.updates, resumed.wall_seconds
+            history, updates_asked = resumed.history, resumed.updates
+        self.checkpointer = Checkpointer(opts.checkpoint_dir, opts.checkpoint_every,
+                                         opts.checkpoint_buffer, algo.name, config,
+                                         updates_asked)
+        super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
+                         history, lambda: self.checkpointer.last)
+        self.algo, self.config, self.opts, self.plan = algo, config, opts, plan
+        self.num_workers, self.resumed, self.updates_asked = num_workers, resumed, updates_asked
+        if resumed is not None:
+            self.env_steps, self.clock_offset = resumed.env_steps, resumed.wall_seconds
             self.history.events.append(f"step {self.env_steps}: resumed from {resumed.path}")
         self.launched_steps = self.env_steps
-        self.checkpointer = Checkpointer(opts.checkpoint_dir, opts.checkpoint_every,
-                                         opts.checkpoint_buffer, algo.name, self.config,
-                                         self.updates_asked)
-        self.supervisor = Supervisor(opts.timeout_s, opts.max_restarts, self.history,
-                                     lambda: self.checkpointer.last)
-        self.supervisor.kill_at = {role: step for role, step in (
-            ("rollout worker 0", opts.kill_worker_at_step), ("learner", opts.kill_learner_at_step),
-            ("evaluator", opts.kill_evaluator_at_step)) if step is not None}
-        # stats ref -> (worker index, batch ref, env steps asked for)
-        self.in_flight: dict[ObjectRef, tuple[int, ObjectRef, int]] = {}
         self.learner_calls: deque[ObjectRef] = deque()
-        self.eval_ref: ObjectRef | None = None
+        self.evaluating = False
         self.eval_weights: ObjectRef | None = None  # the snapshot the pending evaluation scores
-        self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, self.config.eval_every)
-        self.solved, self.eval_return = False, math.nan
-        self.learner_busy, self.startup_seconds, self.device = 0.0, 0.0, "cpu"
-        self.started, self.start_time = False, time.perf_counter()
-        self.bar = ProgressBar(False, 0, 0, "")
+        self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, config.eval_every)
+        self.learner_busy, self.device = 0.0, "cpu"
         self.weights: Weights = {}
         self.updates, self.stored = self.updates_asked, 0
 
-    # --- the loop -------------------------------------------------------------------------
+    def role_names(self) -> list[str]:
+        return ["parameter server", "learner", "evaluator", *self.worker_names()]
+
+    def worker_names(self) -> list[str]:
+        return [f"worker {i}" for i in range(self.num_workers)]
+
+    # --- the loop's events ----------------------------------------------------------------
 
     def train(self) -> None:
-        """Keep every worker busy, feed the learner at the rate limit, evaluate every
-        ``eval_every`` env steps; stop at the target return or the step budget."""
         for i in range(self.num_workers):
             self.launch(i)
-        while (self.in_flight or self.eval_ref is not None) and not self.solved:
-            ref = self.supervisor.wait_one([*self.in_flight, *self.pending_evaluation()],
-                                           self.waiting_for)
-            if ref is self.eval_ref:
-                self.record_evaluation()
-                continue
-            i, batch_ref, asked = self.in_flight.pop(ref)
-            stats = self.fragment_stats(i, ref, asked)
-            if stats is None:  # the worker failed; it was restarted
-                self.launch(i)
-                continue
-            with interrupts_deferred():  # a checkpoint sees the count and the transitions
-                self.env_steps += stats.num_steps
-                # Rate limiter: ask the learner for exactly the updates these env steps allow.
-                due = updates_owed(self.env_steps, self.config, self.resumed)
-                self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
-                    batch_ref, due - self.updates_asked))
-                self.updates_asked = due
-            for episode_return in stats.episode_returns:
-                self.history.log_episode(self.env_steps, self.clock(), episode_return)
-            while len(self.learner_calls) > self.opts.max_learner_lag:
-                self.learner_result(self.learner_calls.popleft())
-            if self.checkpointer.due(self.updates_asked):
-                self.save()
-            self.supervisor.inject_faults(self.env_steps)
-            if self.env_steps >= self.next_eval and self.eval_ref is None:
-                self.eval_at = self.env_steps
-                self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
-                self.eval_ref = self.evaluate()
-            self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
-                            eval=f"{self.eval_return:.0f}")
-            self.launch(i)
+        super().train()
+
+    def done(self) -> bool:
+        return self.solved
 
     def launch(self, i: int) -> None:
         """Ask worker ``i`` for its next fragment, unless the step budget is launched."""
@@ -180,79 +147,90 @@ class OffPolicyRun:
             return
         per_env = self.opts.envs_per_worker
         n = -(-n // per_env) * per_env  # what the worker will really take
-        worker = self.supervisor[f"rollout worker {i}"]
+        worker = self.supervisor[f"worker {i}"]
         batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(
             n, self.algo.random_action_prob(self.env_steps))
-        self.in_flight[stats_ref] = (i, batch_ref, n)
+        self.expect(stats_ref, f"worker {i}",
+                    lambda ref, i=i, b=batch_ref, n=n: self.on_fragment(ref, i, b, n))
         self.launched_steps += n
 
-    # --- the pieces the loop calls --------------------------------------------------------
-
-    def fragment_stats(self, i: int, ref: ObjectRef, asked: int) -> FragmentStats | None:
-        """The worker's stats, or ``None`` after restarting a worker that failed."""
+    def on_fragment(self, ref: ObjectRef, i: int, batch_ref: ObjectRef, asked: int) -> None:
+        """Hand the fragment (by reference: the driver never reads it) to the learner with
+        exactly the updates the rate limiter allows; then relaunch the worker."""
         from ray.exceptions import RayError
 
         try:
-            return self.supervisor.get(ref, f"rollout worker {i}", "collecting")
+            stats = self.supervisor.get(ref, f"worker {i}", "collecting")
         except RayError as error:  # the worker died or its env raised
             self.launched_steps -= asked  # those steps were never collected
-            self.supervisor.restart(f"rollout worker {i}", error, self.env_steps)
-            return None
+            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            self.launch(i)
+            return
+        with interrupts_deferred():  # a checkpoint sees the count and the transitions
+            self.env_steps += stats.env_steps
+            # Rate limiter: ask the learner for exactly the updates these env steps allow.
+            due = updates_owed(self.env_steps, self.config, self.resumed)
+            self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
+                batch_ref, due - self.updates_asked))
+            self.updates_asked = due
+        for episode_return in stats.episode_returns:
+            self.history.log_episode(self.env_steps, self.clock(), episode_return)
+        while len(self.learner_calls) > self.opts.max_learner_lag:
+            self.learner_result(self.learner_calls.popleft())
+        if self.checkpointer.due(self.updates_asked):
+            self.save()
+        self.launch(i)
+
+    def schedule(self) -> None:
+        """Start an evaluation every ``eval_every`` env steps (one at a time)."""
+        if self.env_steps >= self.next_eval and not self.evaluating:
+            self.eval_at = self.env_steps
+            self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
+            self.evaluate()
 
     def learner_result(self, ref: ObjectRef) -> None:
-        metrics = self.supervisor.get(ref, "learner", f"training at env step {self.env_steps}")
-        self.learner_busy += metrics["seconds"]
-        if not math.isnan(metrics["loss"]):
-            self.history.log_loss(self.env_steps, metrics["loss"])
+        report = self.supervisor.get(ref, "learner", f"training at env step {self.env_steps}")
+        self.learner_busy += report.seconds
+        if not math.isnan(report.loss):
+            self.history.log_loss(self.env_steps, report.loss)
 
-    def evaluate(self, weights: ObjectRef | Weights | None = None) -> ObjectRef:
+    def evaluate(self, weights: ObjectRef | Weights | None = None) -> None:
         """Score ``weights``; by default a snapshot of the learner's weights now, kept in
         ``eval_weights`` (the run's result if this evaluation solves it)."""
         if weights is None:
             weights = self.eval_weights = self.supervisor["learner"].get_weights.remote()
         c = self.config
         seed = eval_seed(c.seed, len(self.history.eval_steps), c.eval_episodes)
-        return self.supervisor["evaluator"].evaluate.remote(weights, c.eval_episodes, seed)
+        ref = self.supervisor["evaluator"].evaluate.remote(weights, c.eval_episodes, seed)
+        self.expect(ref, "evaluator", lambda r, w=weights: self.on_evaluation(r, w))
+        self.evaluating = True
 
-    def pending_evaluation(self) -> list[ObjectRef]:
-        return [] if self.eval_ref is None else [self.eval_ref]
-
-    def record_evaluation(self) -> None:
+    def on_evaluation(self, ref: ObjectRef, weights: ObjectRef | Weights) -> None:
         """Log the finished evaluation, or restart a failed evaluator and evaluate again."""
         from ray.exceptions import RayError
 
+        self.evaluating = False
         try:
-            returns = self.supervisor.get(self.eval_ref, "evaluator", "evaluating")
+            returns = self.supervisor.get(ref, "evaluator", "evaluating")
         except RayError as error:
             if not self.supervisor.alive("learner"):
                 raise self.supervisor.learner_failed(error, "sending weights to the "
                                                             "evaluator") from error
             self.supervisor.restart("evaluator", error, self.env_steps)
-            self.eval_ref = self.evaluate()
+            self.evaluate(weights)
             return
-        self.eval_ref, self.eval_return = None, float(np.mean(returns))
-        self.history.log_eval(self.eval_at, self.clock(), self.eval_return, float(np.std(returns)))
-        target = self.config.target_return
-        self.solved = target is not None and self.eval_return >= target
-
-    def waiting_for(self) -> tuple[str, str]:
-        workers = sorted({i for i, _, _ in self.in_flight.values()})
-        evaluator = " or the evaluator" if self.eval_ref is not None else ""
-        return f"rollout worker{evaluator}", f"waiting for workers {workers}"
-
-    def clock(self) -> float:
-        return self.clock_offset + time.perf_counter() - self.start_time
+        self.log_evaluation(self.eval_at, self.clock(), float(np.mean(returns)),
+                            float(np.std(returns)), self.config.target_return)
 
     # --- start, finish, save --------------------------------------------------------------
 
-    def start_actors(self) -> None:
+    def start_roles(self) -> None:
         """Start every actor, load a checkpoint if resuming, publish weights version 1, and
         wait until all are up; the training clock starts after this."""
         import ray
 
         sup, plan, opts, algo = self.supervisor, self.plan, self.opts, self.algo
         generation = 1000 * sum("resumed from" in e for e in self.history.events)
-        begin = time.perf_counter()
         server = sup.start("parameter server", lambda _: ray.remote(ParameterServer).options(
             num_cpus=plan.parameter_server_cpus).remote())
         channel = RayChannel(server, opts.timeout_s)
@@ -264,7 +242,7 @@ class OffPolicyRun:
         sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
             num_cpus=plan.evaluator_cpus).remote(algo))
         for i in range(self.num_workers):
-            sup.start(f"rollout worker {i}", lambda restart, i=i: ray.remote(
+            sup.start(f"worker {i}", lambda restart, i=i: ray.remote(
                 RolloutWorker).options(num_cpus=plan.worker_cpus).remote(
                 algo, i, channel, generation + restart, opts.envs_per_worker))
         timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
@@ -272,13 +250,11 @@ class OffPolicyRun:
             sup.get(learner.restore.remote(self.resumed.learner, self.resumed.buffer),
                     "learner", "loading the checkpoint", timeout)
         sup.get(learner.publish.remote(), "learner", "starting", timeout)
-        sup.wait_started(["evaluator"] + [f"rollout worker {i}" for i in
-                                          range(self.num_workers)], timeout)
+        sup.wait_started(["evaluator", *self.worker_names()], timeout)
         self.device = sup.get(learner.device_name.remote(), "learner", "starting", timeout)
-        self.startup_seconds = time.perf_counter() - begin
-        self.started, self.start_time = True, time.perf_counter()
-        self.bar = ProgressBar(opts.progress, self.config.total_steps, self.env_steps,
-                               f"{algo.name}, {self.num_workers} workers")
+
+    def interrupt_guard(self) -> AbstractContextManager[None]:  # Ctrl-C: save, then stop
+        return save_on_interrupt(self.save_on_stop, lambda: self.env_steps)
 
     def finish(self) -> None:
         """Drain the learner; keep the weights that solved (the learner trained on while they
@@ -287,13 +263,14 @@ class OffPolicyRun:
         sup = self.supervisor
         while self.learner_calls:
             self.learner_result(self.learner_calls.popleft())
+        self.drain("evaluator")
         ref = self.eval_weights if self.solved else sup["learner"].get_weights.remote()
         self.weights = sup.get(ref, "learner", "sending its weights")
         steps = self.history.eval_steps
         if not self.solved and (not steps or steps[-1] != self.env_steps):
-            self.eval_at, self.eval_ref = self.env_steps, self.evaluate(self.weights)
-            while self.eval_ref is not None:
-                self.record_evaluation()
+            self.eval_at = self.env_steps
+            self.evaluate(self.weights)
+            self.drain("evaluator")
         self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
         self.stored = sup.get(sup["learner"].num_stored.remote(), "learner", "finishing")
         self.save()
@@ -314,7 +291,10 @@ class OffPolicyRun:
 
     def result(self) -> RayResult:
         sup = self.supervisor
-        return RayResult(self.history, self.solved, self.eval_return, self.env_steps,
-                         self.clock(), self.updates, sup.restart_count("rollout worker"),
-                         self.weights, self.learner_busy, self.startup_seconds, self.device,
-                         sup.restarts.get("evaluator", 0), self.checkpointer.last, self.stored)
+        return RayResult(
+            history=self.history, solved=self.solved, eval_return=self.eval_return,
+            env_steps=self.env_steps, wall_seconds=self.clock(), updates=self.updates,
+            weights=self.weights, startup_seconds=self.startup_seconds,
+            worker_restarts=sup.restart_count("worker"), learner_busy_seconds=self.learner_busy,
+            device=self.device, evaluator_restarts=sup.restarts.get("evaluator", 0),
+            checkpoint=self.checkpointer.last, transitions_stored=self.stored)

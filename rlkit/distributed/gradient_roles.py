@@ -7,12 +7,13 @@ drivers are in :mod:`rlkit.distributed.gradient_server`.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from rlkit.algos.a2c import A2CConfig, A2CLearner, sampling_policy
+from rlkit.common import worker_seed
 from rlkit.envs import make_env, space_dims
 from rlkit.rollout import EnvRunner, Fragment
 from rlkit.types import Weights
@@ -21,6 +22,15 @@ from rlkit.types import Weights
 class WeightsMessage(NamedTuple):
     weights: Weights
     version: int  # updates applied to produce these weights
+
+
+class ServerStats(NamedTuple):
+    """The gradient server's counters (:meth:`GradientServer.stats`)."""
+
+    updates: int  # gradients applied (the weights version)
+    staleness: list[int]  # per arriving gradient: updates applied since its weights version
+    senders: list[int]  # the worker index of each of those gradients
+    skipped: int  # non-finite gradients not applied
 
 
 class GradientMessage(NamedTuple):
@@ -38,8 +48,7 @@ class GradientWorker:
     Args:
         config: Run settings.
         worker_index: ``i``; its envs and its action sampling are seeded with
-            ``seed + 1000 * (i + 1) + 100_000 * restart``, so workers, and a replaced worker and
-            the one it replaces, never share a random stream.
+            :func:`rlkit.common.worker_seed`.
         env_id: Overrides ``config.env_id`` (e.g. a slow variant for one worker).
         restart: Which incarnation of worker ``i`` this is (0 for the first).
     """
@@ -48,12 +57,12 @@ class GradientWorker:
                  restart: int = 0) -> None:
         torch.set_num_threads(config.torch_threads)
         self.config, self.index = config, worker_index
-        seed = config.seed + 1000 * (worker_index + 1) + 100_000 * restart
+        seed = worker_seed(config.seed, worker_index, restart)
         self.runner = EnvRunner(env_id or config.env_id, seed, "discrete", "A2C", config.num_envs)
         self.learner = A2CLearner(self.runner.obs_dim, self.runner.action_dim, config)
         self.policy = sampling_policy(self.learner.net, np.random.default_rng(seed))
 
-    def ready(self) -> int:
+    def ping(self) -> int:
         return self.index
 
     def collect(self) -> Fragment:
@@ -88,6 +97,9 @@ class GradientServer:
         self.senders: list[int] = []  # the worker index of each of those gradients
         self.skipped = 0
 
+    def ping(self) -> bool:
+        return True
+
     @property
     def version(self) -> int:
         return self.learner.updates
@@ -113,6 +125,5 @@ class GradientServer:
             self.learner.apply_gradient(np.mean(np.stack(finite), axis=0))
         return self.weights()
 
-    def stats(self) -> dict[str, Any]:
-        return {"updates": self.version, "staleness": list(self.staleness),
-                "senders": list(self.senders), "skipped": self.skipped}
+    def stats(self) -> ServerStats:
+        return ServerStats(self.version, list(self.staleness), list(self.senders), self.skipped)

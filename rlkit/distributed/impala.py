@@ -1,13 +1,14 @@
 """The actor-learner queue driver: IMPALA under Ray, and the rollout ceiling it is measured
 against.
 
-The driver starts a :class:`~rlkit.distributed.impala_roles.TrajectoryQueue`, an
-:class:`~rlkit.distributed.impala_roles.ImpalaLearner` and ``num_actors``
-:class:`~rlkit.distributed.impala_roles.ImpalaActor` s through a :class:`Supervisor`. The actors
-run on their own (``run()`` returns only when the queue closes); the driver keeps two learner
-calls in flight, logs what they report, evaluates the greedy policy every ``eval_every`` env
-steps, restarts an actor that dies, and closes the queue when the run is solved or out of
-budget. Asynchronous runs are not bit-reproducible.
+The driver (:class:`ImpalaRun`, on the shared :class:`~rlkit.distributed.run.DriverRun` loop)
+starts a :class:`~rlkit.distributed.impala_roles.TrajectoryQueue`, an
+:class:`~rlkit.distributed.impala_roles.ImpalaLearner` and ``num_actors`` workers
+(:class:`~rlkit.distributed.impala_roles.ImpalaActor`). The workers run on their own (``run()``
+returns only when the queue closes); the driver keeps two learner calls in flight, logs what
+they report, evaluates the greedy policy every ``eval_every`` env steps, restarts a worker that
+dies, and closes the queue when the run is solved or out of budget. Asynchronous runs are not
+bit-reproducible.
 """
 
 from __future__ import annotations
@@ -17,135 +18,153 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import IMPALAConfig
-from rlkit.common import next_multiple
+from rlkit.common import next_multiple, worker_seed
 from rlkit.distributed.cluster import plan_resources, require_ray
 from rlkit.distributed.impala_roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
-from rlkit.distributed.supervisor import STARTUP_TIMEOUT_S, Supervisor
+from rlkit.distributed.run import DriverRun, RunOptions
+from rlkit.distributed.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs import make_env, space_dims
-from rlkit.metrics import History
-from rlkit.progress import ProgressBar
-from rlkit.train.impala import IMPALAResult, actor_seed, greedy_eval
 from rlkit.rollout import EnvRunner
-from rlkit.types import Weights
+from rlkit.train.impala import IMPALAResult
 
 UPDATES_PER_CALL = 4  # learner updates per remote call; two calls are kept in flight
 
 
-def start_roles(sup: Supervisor, config: IMPALAConfig, obs_dim: int, n_actions: int) -> None:
-    """Start the queue, the learner and the actors as roles ``"trajectory queue"``,
-    ``"learner"``, ``"actor i"``, sized to the cluster (fractions of a CPU on 2 cores)."""
-    import ray
-
-    plan = plan_resources(config.num_actors, require_ray()["CPU"])
-    queue = sup.start("trajectory queue", lambda restart: ray.remote(TrajectoryQueue).options(
-        num_cpus=0, max_concurrency=2 * config.num_actors + 4).remote(config.queue_size))
-    sup.start("learner", lambda restart: ray.remote(ImpalaLearner).options(
-        num_cpus=plan.learner_cpus).remote(config, obs_dim, n_actions, queue))
-    for i in range(config.num_actors):
-        sup.start(f"actor {i}", lambda restart, i=i: ray.remote(ImpalaActor).options(
-            num_cpus=plan.worker_cpus).remote(config, i, queue, restart))
-    sup.wait_started(list(sup.handles), max(STARTUP_TIMEOUT_S, config.timeout_s))
-
-
-def train_impala_ray(config: IMPALAConfig, progress: bool = False,
-                     kill_actor_at: int | None = None, max_restarts: int = 3) -> IMPALAResult:
-    """Train IMPALA with ``config.num_actors`` actors, a bounded queue and a learner actor.
+def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
+    """Train IMPALA with ``config.num_actors`` workers, a bounded queue and a learner actor.
 
     Stops at the first greedy evaluation reaching ``config.target_return`` or once the learner
     has consumed ``config.total_steps`` env steps. Call :func:`init_ray` first.
 
     Args:
         config: The run's settings.
-        progress: Show a progress bar.
-        kill_actor_at: Kill actor 0 once this many env steps were consumed (a fault demo);
-            the driver replaces it.
-        max_restarts: Restarts allowed per actor.
+        options: :class:`~rlkit.distributed.run.RunOptions` fields (``progress``,
+            ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"``,
+            ``"learner"`` and ``"trajectory queue"``.
     """
-    import ray
+    return ImpalaRun(config, RunOptions(**options)).run()
 
-    probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
-    obs_dim, n_actions = space_dims(probe)
-    probe.close()
-    history = History()
-    setup = time.perf_counter()
-    with Supervisor(config.timeout_s * 2, max_restarts, history) as sup:
-        start_roles(sup, config, obs_dim, n_actions)
-        if kill_actor_at is not None:
-            sup.kill_at["actor 0"] = kill_actor_at
-        startup = time.perf_counter() - setup
-        runs = {sup[f"actor {i}"].run.remote(): i for i in range(config.num_actors)}
-        state: dict[str, Any] = {"env_steps": 0, "lags": [], "eval_return": float("nan"),
-                                 "solved": False, "updates": 0, "busy": 0.0, "learner_wait": 0.0,
-                                 "eval_seconds": 0.0, "weights": {}}
-        bar = ProgressBar(progress, config.total_steps, 0, "IMPALA (Ray)")
-        train = [sup["learner"].train.remote(UPDATES_PER_CALL) for _ in range(2)]
-        start = time.perf_counter()
-        while not state["solved"] and state["env_steps"] < config.total_steps:
-            ref = sup.wait_one([*train, *runs], lambda: ("learner or actor", "training"))
-            if ref in runs:  # an actor's run() ended: only a failure ends it before we stop
-                i = runs.pop(ref)
-                try:
-                    sup.get(ref, f"actor {i}", "collecting trajectories")
-                except Exception as error:  # noqa: BLE001  (any failure: replace the actor)
-                    sup.restart(f"actor {i}", error, state["env_steps"])
-                runs[sup[f"actor {i}"].run.remote()] = i
-                continue
-            train.remove(ref)
-            report = sup.get(ref, "learner", "training")
-            record(state, report, history, start)
-            state["weights"] = report["weights"]  # the policy the recorded env steps trained
-            train.append(sup["learner"].train.remote(UPDATES_PER_CALL))
-            maybe_evaluate(state, report["weights"], config, obs_dim, n_actions, history, start)
-            sup.inject_faults(state["env_steps"])
-            bar.update(state["env_steps"], eval=f"{state['eval_return']:.0f}")
-        wall = time.perf_counter() - start
-        bar.close(state["solved"])
-        queue_stats = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",
-                              "reading its statistics")
+
+class ImpalaRun(DriverRun):
+    """One IMPALA run on the shared :class:`DriverRun` loop. Its events: a learner report
+    (record it, ask for the next, evaluate when due) and a worker whose ``run()`` ended (only
+    a failure ends it before the queue closes: restart it)."""
+
+    def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
+        super().__init__(options, config.total_steps, "IMPALA (Ray)")
+        self.config = config
+        probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
+        self.obs_dim, self.n_actions = space_dims(probe)
+        probe.close()
+        self.lags: list[int] = []
+        self.updates, self.weights = 0, {}
+        self.busy = self.learner_wait = self.eval_seconds = 0.0
+        # the roles' own waits (a full queue, an empty one) give up first, with their message
+        self.role_timeout = options.timeout_s / 2
+
+    def role_names(self) -> list[str]:
+        return ["trajectory queue", "learner"] + [f"worker {i}"
+                                                  for i in range(self.config.num_actors)]
+
+    def start_roles(self) -> None:
+        """The queue, the learner and the workers, sized to the cluster (fractions of a CPU
+        on 2 cores)."""
+        import ray
+
+        sup, config, timeout = self.supervisor, self.config, self.role_timeout
+        plan = plan_resources(config.num_actors, require_ray()["CPU"])
+        queue = sup.start("trajectory queue", lambda r: ray.remote(TrajectoryQueue).options(
+            num_cpus=0, max_concurrency=2 * config.num_actors + 4).remote(config.queue_size))
+        sup.start("learner", lambda r: ray.remote(ImpalaLearner).options(
+            num_cpus=plan.learner_cpus).remote(config, self.obs_dim, self.n_actions, queue,
+                                               timeout))
+        for i in range(config.num_actors):
+            sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
+                num_cpus=plan.worker_cpus).remote(config, i, queue, r, timeout))
+        sup.wait_started(list(sup.handles), max(STARTUP_TIMEOUT_S, self.options.timeout_s))
+
+    def train(self) -> None:
+        for i in range(self.config.num_actors):
+            self.launch_worker(i)
+        for _ in range(2):
+            self.ask_learner()
+        super().train()
+
+    def schedule(self) -> None:
+        """Nothing waits for a schedule: each event relaunches its own call."""
+
+    def done(self) -> bool:
+        return self.solved or self.env_steps >= self.config.total_steps
+
+    def launch_worker(self, i: int) -> None:
+        ref = self.supervisor[f"worker {i}"].run.remote()
+        self.expect(ref, f"worker {i}", lambda r, i=i: self.on_worker_stopped(r, i))
+
+    def ask_learner(self) -> None:
+        ref = self.supervisor["learner"].train.remote(UPDATES_PER_CALL)
+        self.expect(ref, "learner", self.on_learner_report)
+
+    def on_worker_stopped(self, ref: Any, i: int) -> None:
+        """A worker's ``run()`` returned before the queue closed: only a failure does that."""
+        try:
+            self.supervisor.get(ref, f"worker {i}", "collecting fragments")
+        except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
+            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+        self.launch_worker(i)
+
+    def on_learner_report(self, ref: Any) -> None:
+        report = self.supervisor.get(ref, "learner", "training")
+        self.env_steps += report.env_steps
+        self.lags += report.lags
+        self.updates = report.updates
+        self.busy += report.busy_seconds
+        self.learner_wait += report.wait_seconds
+        now = self.clock()
+        for ret in report.episode_returns:
+            self.history.log_episode(self.env_steps, now, ret)
+        self.history.log_loss(self.env_steps, report.loss)
+        self.weights = report.weights  # the policy the recorded env steps trained
+        self.ask_learner()
+        self.maybe_evaluate()
+
+    def maybe_evaluate(self) -> None:
+        """A greedy evaluation, here in the driver, of the weights that the env steps consumed
+        so far trained, once per ``eval_every`` consumed env steps and at the end of the
+        budget; its seconds are added up in ``eval_seconds``."""
+        config, evals = self.config, len(self.history.eval_steps)
+        last = self.history.eval_steps[-1] if evals else 0
+        if not (self.env_steps >= next_multiple(last, config.eval_every)
+                or self.env_steps >= config.total_steps):
+            return
+        begin = time.perf_counter()
+        mean, std = greedy_eval(self.weights, self.obs_dim, self.n_actions, config, evals)
+        self.eval_seconds += time.perf_counter() - begin
+        self.log_evaluation(self.env_steps, self.clock(), mean, std, config.target_return)
+
+    def finish(self) -> None:
+        """Read the queue's statistics and close it: workers return at their next put, the
+        learner at its next batch; give them a moment to end cleanly before the supervisor
+        kills everything."""
+        import ray
+
+        self.wall = self.clock()
+        sup = self.supervisor
+        self.queue = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",
+                             "reading its statistics")
         sup.get(sup["trajectory queue"].close.remote(), "trajectory queue", "closing")
-        # closed: actors return at their next put, the learner at its next batch; give them a
-        # moment to finish cleanly before the supervisor kills everything
-        ray.wait([*train, *runs], num_returns=len(train) + len(runs), timeout=5.0)
-    return IMPALAResult(history, state["solved"], state["eval_return"], state["env_steps"], wall,
-                        state["updates"], state["lags"], state["weights"], startup,
-                        sup.restart_count("actor"), int(queue_stats["high_water"]),
-                        float(queue_stats["wait_seconds"]),
-                        {"learner_busy_seconds": state["busy"],
-                         "learner_wait_seconds": state["learner_wait"],
-                         "eval_seconds": state["eval_seconds"]})
+        ray.wait(list(self.pending), num_returns=len(self.pending), timeout=5.0)
 
-
-def record(state: dict[str, Any], stats: dict[str, Any], history: History, start: float) -> None:
-    """Add one learner report to the run's state and history."""
-    state["env_steps"] += stats["env_steps"]
-    state["lags"] += stats["lags"]
-    state["updates"] = stats["updates"]
-    state["busy"] += stats["busy_seconds"]
-    state["learner_wait"] += stats["wait_seconds"]
-    now = time.perf_counter() - start
-    for ret in stats["episode_returns"]:
-        history.log_episode(state["env_steps"], now, ret)
-    history.log_loss(state["env_steps"], stats["loss"])
-
-
-def maybe_evaluate(state: dict[str, Any], weights: Weights, config: IMPALAConfig,
-                   obs_dim: int, n_actions: int, history: History, start: float) -> None:
-    """A greedy evaluation, here in the driver, of the weights that the env steps consumed so
-    far trained, once per ``eval_every`` consumed env steps and at the end of the budget; its
-    seconds are added up in ``state["eval_seconds"]``."""
-    evals = len(history.eval_steps)
-    last = history.eval_steps[-1] if evals else 0
-    if not (state["env_steps"] >= next_multiple(last, config.eval_every)
-            or state["env_steps"] >= config.total_steps):
-        return
-    begin = time.perf_counter()
-    mean, std = greedy_eval(weights, obs_dim, n_actions, config, evals)
-    state["eval_seconds"] += time.perf_counter() - begin
-    history.log_eval(state["env_steps"], time.perf_counter() - start, mean, std)
-    state["eval_return"] = mean
-    state["solved"] = config.target_return is not None and mean >= config.target_return
+    def result(self) -> IMPALAResult:
+        return IMPALAResult(
+            history=self.history, solved=self.solved, eval_return=self.eval_return,
+            env_steps=self.env_steps, wall_seconds=self.wall, updates=self.updates,
+            weights=self.weights, startup_seconds=self.startup_seconds,
+            worker_restarts=self.supervisor.restart_count("worker"), policy_lags=self.lags,
+            queue_high_water=self.queue.high_water, actor_wait_seconds=self.queue.wait_seconds,
+            learner_busy_seconds=self.busy, learner_wait_seconds=self.learner_wait,
+            eval_seconds=self.eval_seconds)
 
 
 def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
@@ -157,7 +176,7 @@ def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        runner = EnvRunner(config.env_id, actor_seed(config, 0), "discrete", "IMPALA",
+        runner = EnvRunner(config.env_id, worker_seed(config.seed, 0), "discrete", "IMPALA",
                            config.envs_per_actor)
         net = ActorCritic(runner.obs_dim, runner.action_dim, config.hidden)
         policy = sampling_policy(net, np.random.default_rng(config.seed))

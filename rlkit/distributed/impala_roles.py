@@ -21,17 +21,52 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from rlkit.algos.a2c import ActorCritic, sampling_policy
 from rlkit.algos.impala import IMPALAConfig, VTraceLearner
+from rlkit.common import worker_seed
 from rlkit.networks import load_numpy_weights
 from rlkit.rollout import EnvRunner, Fragment
-from rlkit.train.impala import actor_seed
 from rlkit.types import Weights
+
+
+class QueueStats(NamedTuple):
+    """The queue's counters (:meth:`TrajectoryQueue.stats`)."""
+
+    size: int  # fragments held now
+    high_water: int  # most ever held
+    puts: int  # fragments accepted
+    wait_seconds: float  # summed over finished puts: time spent waiting for room
+    waiting_puts: int  # puts blocked right now
+
+
+class ImpalaLearnerReport(NamedTuple):
+    """What :meth:`ImpalaLearner.train` returns.
+
+    Attributes:
+        env_steps: Real env steps in the fragments consumed.
+        episode_returns: Returns of the episodes that finished in them.
+        lags: Per fragment, the learner's version minus the version that acted.
+        loss: The last update's loss.
+        updates: Updates so far (the policy version).
+        busy_seconds: Time spent updating and publishing.
+        wait_seconds: Time spent waiting for batches.
+        weights: The weights after the last update, so the driver evaluates exactly the policy
+            these env steps trained (a newer version may already be published).
+    """
+
+    env_steps: int
+    episode_returns: list[float]
+    lags: list[int]
+    loss: float
+    updates: int
+    busy_seconds: float
+    wait_seconds: float
+    weights: Weights
 
 
 def call(target: Any, method: str, *args: Any, timeout: float) -> Any:
@@ -134,10 +169,10 @@ class TrajectoryQueue:
             self.closed = True
             self.cond.notify_all()
 
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> QueueStats:
         with self.cond:
-            return {"size": len(self.items), "high_water": self.high_water, "puts": self.puts,
-                    "wait_seconds": self.wait_seconds, "waiting_puts": self.waiting_puts}
+            return QueueStats(len(self.items), self.high_water, self.puts, self.wait_seconds,
+                              self.waiting_puts)
 
 
 class ImpalaActor:
@@ -145,15 +180,18 @@ class ImpalaActor:
 
     Args:
         config: The run's settings.
-        index: Actor index (its seed is ``seed + 1000 * (index + 1)``).
+        index: Actor index (seeded with :func:`rlkit.common.worker_seed`).
         queue: A :class:`TrajectoryQueue` or its actor handle.
         restart: How often this actor was restarted (a fresh random stream each time).
+        timeout_s: Longest wait on the queue (for room, or for new weights).
     """
 
-    def __init__(self, config: IMPALAConfig, index: int, queue: Any, restart: int = 0) -> None:
+    def __init__(self, config: IMPALAConfig, index: int, queue: Any, restart: int = 0,
+                 timeout_s: float = 60.0) -> None:
         torch.set_num_threads(1)
-        seed = actor_seed(config, index, restart)
+        seed = worker_seed(config.seed, index, restart)
         self.config, self.index, self.queue = config, index, queue
+        self.timeout_s = timeout_s
         self.runner = EnvRunner(config.env_id, seed, "discrete", "IMPALA", config.envs_per_actor)
         self.net = ActorCritic(self.runner.obs_dim, self.runner.action_dim, config.hidden)
         self.policy = sampling_policy(self.net, np.random.default_rng(seed))
@@ -166,7 +204,7 @@ class ImpalaActor:
     def load_newer(self, newer_than: int) -> None:
         """Wait for weights newer than ``newer_than`` and act with them from now on."""
         version, weights = call(self.queue, "wait_for_version", newer_than,
-                                self.config.timeout_s, timeout=2 * self.config.timeout_s)
+                                self.timeout_s, timeout=2 * self.timeout_s)
         if version > self.version and weights is not None:
             load_numpy_weights(self.net, weights)
             self.version = version
@@ -189,8 +227,8 @@ class ImpalaActor:
             self.load_newer(-1)  # the learner's initial weights, before the first step
         shipped = 0
         while max_fragments is None or shipped < max_fragments:
-            latest = call(self.queue, "put", self.collect(), self.config.timeout_s,
-                          timeout=2 * self.config.timeout_s)
+            latest = call(self.queue, "put", self.collect(), self.timeout_s,
+                          timeout=2 * self.timeout_s)
             if latest < 0:
                 break
             shipped += 1
@@ -208,11 +246,13 @@ class ImpalaLearner:
         config: The run's settings.
         obs_dim, n_actions: Sizes of the network.
         queue: A :class:`TrajectoryQueue` or its actor handle.
+        timeout_s: Longest wait for a batch.
     """
 
-    def __init__(self, config: IMPALAConfig, obs_dim: int, n_actions: int, queue: Any) -> None:
+    def __init__(self, config: IMPALAConfig, obs_dim: int, n_actions: int, queue: Any,
+                 timeout_s: float = 60.0) -> None:
         torch.set_num_threads(1)
-        self.config, self.queue = config, queue
+        self.config, self.queue, self.timeout_s = config, queue, timeout_s
         self.learner = VTraceLearner(obs_dim, n_actions, config)
         self.publish()
 
@@ -221,35 +261,28 @@ class ImpalaLearner:
 
     def publish(self) -> None:
         call(self.queue, "publish", self.learner.updates, self.learner.get_weights(),
-             timeout=self.config.timeout_s)
+             timeout=self.timeout_s)
 
-    def train(self, num_updates: int) -> dict[str, Any]:
+    def train(self, num_updates: int) -> ImpalaLearnerReport:
         """Up to ``num_updates`` updates of ``B`` fragments each (fewer once the queue closes).
 
         Returns:
-            ``env_steps`` consumed, ``episode_returns`` finished in them, per-fragment
-            ``lags`` (learner version minus acting version), the last ``loss``, ``updates``
-            so far, ``busy_seconds`` spent updating and publishing, ``wait_seconds`` spent
-            waiting for batches, and the ``weights`` after the last update, so the driver
-            evaluates exactly the policy these env steps trained (a newer version may already
-            be published by the next call).
+            An :class:`ImpalaLearnerReport`.
         """
-        out: dict[str, Any] = {"env_steps": 0, "episode_returns": [], "lags": [], "loss": 0.0,
-                               "busy_seconds": 0.0, "wait_seconds": 0.0}
+        env_steps, returns, lags, loss, busy, wait = 0, [], [], 0.0, 0.0, 0.0
         for _ in range(num_updates):
             asked = time.perf_counter()
             batch = call(self.queue, "get_batch", self.config.batch_fragments,
-                         self.config.timeout_s, timeout=2 * self.config.timeout_s)
+                         self.timeout_s, timeout=2 * self.timeout_s)
             if not batch:
                 break
             start = time.perf_counter()
-            out["wait_seconds"] += start - asked
-            out["lags"] += [self.learner.updates - t.policy_version for t in batch]
-            out["env_steps"] += sum(t.num_steps for t in batch)
-            out["episode_returns"] += [r for t in batch for r in t.episode_returns]
-            out["loss"] = self.learner.update(batch)["loss"]
+            wait += start - asked
+            lags += [self.learner.updates - f.policy_version for f in batch]
+            env_steps += sum(f.num_steps for f in batch)
+            returns += [r for f in batch for r in f.episode_returns]
+            loss = self.learner.update(batch)["loss"]
             self.publish()
-            out["busy_seconds"] += time.perf_counter() - start
-        out["updates"] = self.learner.updates
-        out["weights"] = self.learner.get_weights()
-        return out
+            busy += time.perf_counter() - start
+        return ImpalaLearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,
+                                   wait, self.learner.get_weights())

@@ -1,10 +1,9 @@
 """The distributed roles of the off-policy pattern, as plain classes first and Ray actors second.
 
 Every role is an ordinary Python class, so tests (and curious readers) can drive it in one
-process; ``ray.remote(Role)`` turns it into an actor unchanged, and
-:mod:`rlkit.distributed.driver` wires the actors together. The roles are written once for every
-off-policy algorithm: an :class:`rlkit.types.OffPolicyAlgorithm` supplies the networks, the
-exploration and the learner. They reach the parameter server through a weights channel
+process; ``ray.remote(Role)`` turns it into an actor unchanged, and :mod:`rlkit.distributed.
+driver` wires the actors together. An :class:`rlkit.types.OffPolicyAlgorithm` supplies the
+networks, the exploration and the learner. They reach the parameter server through a weights channel
 (:mod:`rlkit.distributed.parameter_server`), the same code in one process and under Ray.
 
 Data flow: rollout workers step their own environments with the newest weights they have and
@@ -17,14 +16,13 @@ weights every ``publish_every`` updates; workers take weights only when a newer 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from rlkit.algos.sac_graph import SACGraphUpdate
-from rlkit.common import check_finite
+from rlkit.common import check_finite, worker_seed
 from rlkit.distributed.parameter_server import Newer, WeightsChannel
 from rlkit.envs import make_env
 from rlkit.evaluation import evaluate_policy
@@ -32,20 +30,25 @@ from rlkit.host_copy import HostCopy
 from rlkit.networks import load_numpy_weights
 from rlkit.nstep import fragment_transitions
 from rlkit.rollout import EnvRunner
-from rlkit.train.checkpoint import to_cpu
-from rlkit.types import Batch, NStepBatch, OffPolicyAlgorithm, Weights
+from rlkit.train.checkpoint import LearnerState, to_cpu
+from rlkit.types import Batch, FragmentStats, NStepBatch, OffPolicyAlgorithm, Weights
 
-__all__ = ["Evaluator", "FragmentStats", "LearnerWorker", "RolloutWorker", "learner_device"]
+__all__ = ["Evaluator", "LearnerReport", "LearnerWorker", "RolloutWorker", "learner_device"]
 
 
-@dataclass
-class FragmentStats:
-    """The small part of a fragment the driver reads (the transitions go to the learner)."""
+class LearnerReport(NamedTuple):
+    """What :meth:`LearnerWorker.add_and_train` returns.
 
-    worker_index: int
-    num_steps: int
-    episode_returns: list[float]
-    weights_version: int
+    Attributes:
+        updates: Gradient updates so far.
+        loss: Mean loss of this call's updates (NaN if it ran none).
+        buffer_size: Transitions in the replay buffer.
+        seconds: Time spent in the call.
+    """
+
+    updates: int
+    loss: float
+    buffer_size: int
     seconds: float
 
 
@@ -67,8 +70,8 @@ class RolloutWorker:
 
     Args:
         algo: The algorithm (holds the run's config: env id, network shape, seed).
-        worker_index: ``i``; the worker seeds its envs and RNG with ``seed + 1000 * (i+1)``
-            (plus ``100_000 * restart``) so workers never share a random stream.
+        worker_index: ``i``; the worker seeds its envs and RNG with
+            :func:`rlkit.common.worker_seed`, so workers never share a random stream.
         weights: The channel to the parameter server, or ``None`` (then weights come only
             through :meth:`set_weights`).
         restart: Which incarnation of this worker index this is: its restarts, plus 1000 for
@@ -82,7 +85,7 @@ class RolloutWorker:
                  num_envs: int = 1) -> None:
         torch.set_num_threads(1)
         self.index = worker_index
-        seed = algo.config.seed + 1000 * (worker_index + 1) + 100_000 * restart
+        seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name, num_envs)
         self.transitions = fragment_transitions(algo.config, num_envs)  # one-step or n-step
@@ -123,7 +126,7 @@ class RolloutWorker:
         Returns:
             ``(batch, stats)``: the transitions to store (n-step ones when the config's
             ``n_step > 1``; their windows may reach back into the previous fragment) and the
-            fragment's statistics (``stats.num_steps`` counts env steps). Under Ray, call
+            fragment's statistics (``stats.env_steps`` counts env steps). Under Ray, call
             with ``.options(num_returns=2)`` so the driver
             can read the stats and pass the batch's reference on to the learner unread.
         """
@@ -201,15 +204,14 @@ class LearnerWorker:
         if copy is not None and copy.in_flight and (wait or copy.ready()):
             self.weights.publish(copy.take())
 
-    def add_and_train(self, batch: Batch, num_updates: int) -> dict[str, float]:
+    def add_and_train(self, batch: Batch, num_updates: int) -> LearnerReport:
         """Store ``batch`` in the buffer, then run ``num_updates`` gradient updates.
 
         The losses stay on the learner's device until the end of the call: one host sync per
         call, not per update.
 
         Returns:
-            ``{"updates": total so far, "loss": mean loss of these updates (NaN if none),
-            "buffer_size", "seconds"}``.
+            A :class:`LearnerReport`.
 
         Raises:
             FloatingPointError: if the loss became NaN or infinite.
@@ -236,20 +238,19 @@ class LearnerWorker:
             loss = float(torch.stack(losses).mean()) if losses else float("nan")
         if num_updates:
             check_finite({"loss": loss}, self.learner.updates, self.algo.name)
-        return {"updates": float(self.learner.updates), "loss": loss,
-                "buffer_size": float(len(self.buffer)),
-                "seconds": time.perf_counter() - start}
+        return LearnerReport(self.learner.updates, loss, len(self.buffer),
+                             time.perf_counter() - start)
 
     def get_weights(self) -> Weights:
         return self.learner.get_weights()
 
-    def state(self, include_buffer: bool) -> dict[str, Any]:
-        """``{"learner": state_dict, "buffer": state_dict or None}`` on the CPU, for a
-        checkpoint (see :mod:`rlkit.train.checkpoint`)."""
+    def state(self, include_buffer: bool) -> LearnerState:
+        """The learner's (and buffer's) state on the CPU, for a checkpoint (see
+        :mod:`rlkit.train.checkpoint`)."""
         if self.weights is not None:
             self.weights.flush()
-        return to_cpu({"learner": self.learner.state_dict(),
-                       "buffer": self.buffer.state_dict() if include_buffer else None})
+        return LearnerState(to_cpu(self.learner.state_dict()),
+                            to_cpu(self.buffer.state_dict()) if include_buffer else None)
 
     def restore(self, learner_state: dict[str, Any], buffer_state: dict[str, Any] | None
                 ) -> int:

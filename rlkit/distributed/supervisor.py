@@ -1,6 +1,6 @@
 """Keeping a run's actors alive and accountable: start, restart, wait with timeouts, kill.
 
-A driver names each actor by its role (``"learner"``, ``"evaluator"``, ``"rollout worker 0"``)
+A driver names each actor by its role (``"learner"``, ``"evaluator"``, ``"worker 0"``)
 and starts it through a :class:`Supervisor`. From then on, every wait has a timeout, every
 failure comes back as an error that names the role and the fix, a role that dies can be
 restarted (each at most ``max_restarts`` times, each restart logged in the history), and when
@@ -163,7 +163,7 @@ class Supervisor:
         ready, _ = ray.wait(refs, num_returns=1, timeout=self.timeout_s)
         if not ready:
             who, detail = waiting_for()
-            raise TimeoutError(f"no {who} answered within timeout_s={self.timeout_s} s "
+            raise TimeoutError(f"{who} did not answer within timeout_s={self.timeout_s} s "
                                f"({detail}). Fix: check the actors' logs (an environment may "
                                f"hang), or raise timeout_s.")
         return ready[0]

@@ -21,6 +21,7 @@ import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNLearner, DQNSpec, epsilon_greedy_policy
 from rlkit.buffers import ReplayBuffer
+from rlkit.common import worker_seed
 from rlkit.distributed.cluster import plan_resources
 from rlkit.distributed.parameter_server import (ParameterServer, RayChannel, pack_weights,
                                                 unpack_weights)
@@ -38,7 +39,7 @@ class NaiveRolloutWorker:
     def __init__(self, config: DQNConfig, worker_index: int, parameter_server: Any,
                  buffer: Any) -> None:
         torch.set_num_threads(1)
-        seed = config.seed + 1000 * (worker_index + 1)
+        seed = worker_seed(config.seed, worker_index)
         self.env = make_env(config.env_id, seed, "discrete", "DQN")
         obs_dim, n_actions = space_dims(self.env)
         self.q = QNetwork(obs_dim, n_actions, config.hidden)
@@ -136,7 +137,7 @@ def batched_rollout_throughput(config: DQNConfig, num_workers: int = 1, seconds:
                 raise TimeoutError(f"no rollout worker answered within {TIMEOUT_S} s")
             ref = ready[0]
             i, batch_ref = pending.pop(ref)
-            steps += ray.get(ref, timeout=TIMEOUT_S).num_steps
+            steps += ray.get(ref, timeout=TIMEOUT_S).env_steps
             adds.append(buffer.add_batch.remote(batch_ref))
             if time.perf_counter() - start < seconds:
                 launch(i)
@@ -165,7 +166,7 @@ def single_process_throughput(config: DQNConfig, seconds: float = 3.0,
         barrier.wait(timeout=TIMEOUT_S)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        steps += worker.collect(1000, epsilon)[1].num_steps
+        steps += worker.collect(1000, epsilon)[1].env_steps
     return steps / (time.perf_counter() - start)
 
 

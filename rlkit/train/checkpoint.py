@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -175,6 +175,14 @@ def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every
                          f"folder; the checkpoint is written to <folder>/{FILE_NAME}.")
 
 
+class LearnerState(NamedTuple):
+    """What a learner hands to a checkpoint: its ``state_dict()`` (with an ``"updates"``
+    count) and its replay buffer's, or ``None`` when the buffer is left out."""
+
+    learner: dict[str, Any]
+    buffer: dict[str, Any] | None
+
+
 class Checkpointer:
     """When to save and where the last checkpoint went: the bookkeeping both drivers share.
 
@@ -199,17 +207,16 @@ class Checkpointer:
         """Whether ``every`` updates have passed since the last save."""
         return self.directory is not None and updates - self.saved_at_updates >= self.every
 
-    def save(self, state: Callable[[bool], dict[str, Any]], env_steps: int, seconds: float,
+    def save(self, state: Callable[[bool], LearnerState], env_steps: int, seconds: float,
              history: History) -> Path | None:
-        """Write a checkpoint; ``state(include_buffer)`` gives ``{"learner", "buffer"}``
+        """Write a checkpoint; ``state(include_buffer)`` gives the :class:`LearnerState`
         (called only when there is a directory, so a remote learner is asked only then)."""
         if self.directory is None:
             return None
         parts = state(self.include_buffer)
         self.last = save_checkpoint(self.directory, self.algorithm, self.config,
-                                    parts["learner"], parts["buffer"], env_steps, seconds,
-                                    history)
-        self.saved_at_updates = int(parts["learner"]["updates"])
+                                    parts.learner, parts.buffer, env_steps, seconds, history)
+        self.saved_at_updates = int(parts.learner["updates"])
         return self.last
 
 

@@ -11,54 +11,39 @@ from __future__ import annotations
 import collections
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
 
-from rlkit.algos.a2c import ActorCritic, greedy_policy, sampling_policy
+from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import IMPALAConfig, VTraceLearner
-from rlkit.common import eval_seed
-from rlkit.evaluation import evaluate_policy
-from rlkit.metrics import History
+from rlkit.common import worker_seed
+from rlkit.metrics import History, RunResult
 from rlkit.networks import load_numpy_weights
 from rlkit.progress import ProgressBar
 from rlkit.rollout import EnvRunner
-from rlkit.types import Weights
 
 
-@dataclass
-class IMPALAResult:
-    """What an IMPALA run returns (single process or Ray).
+@dataclass(kw_only=True)
+class IMPALAResult(RunResult):
+    """What an IMPALA run returns (single process or Ray): :class:`RunResult` plus IMPALA's own
+    measures. ``env_steps`` counts the env steps of the fragments the learner consumed.
 
     Attributes:
-        history: Training episodes and greedy evaluations against env steps and seconds.
-        solved: Whether an evaluation reached ``target_return``.
-        eval_return: Mean return of the last greedy evaluation.
-        env_steps: Env steps in the trajectories the learner consumed.
-        wall_seconds: Training wall-clock time (after set-up), evaluations included.
-        updates: Learner updates (the final policy version).
-        policy_lags: Per consumed fragment, the learner's version minus the actor's.
-        weights: The final network weights.
-        startup_seconds: Time to start the actors (Ray only).
-        worker_restarts: Actors replaced after a failure (Ray only).
+        policy_lags: Per consumed fragment, the learner's version minus the acting version.
         queue_high_water: Most fragments the queue ever held (Ray only).
         actor_wait_seconds: Seconds the actors spent blocked on a full queue (Ray only).
+        learner_busy_seconds: Seconds the learner spent updating and publishing (Ray only).
+        learner_wait_seconds: Seconds the learner spent waiting for batches (Ray only).
+        eval_seconds: Seconds the driver spent in greedy evaluations (Ray only).
     """
 
-    history: History
-    solved: bool
-    eval_return: float
-    env_steps: int
-    wall_seconds: float
-    updates: int
-    policy_lags: list[int]
-    weights: Weights
-    startup_seconds: float = 0.0
-    worker_restarts: int = 0
+    policy_lags: list[int] = field(default_factory=list)
     queue_high_water: int = 0
     actor_wait_seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    learner_busy_seconds: float = 0.0
+    learner_wait_seconds: float = 0.0
+    eval_seconds: float = 0.0
 
     @property
     def env_steps_per_second(self) -> float:
@@ -68,27 +53,11 @@ class IMPALAResult:
     @property
     def consumption_steps_per_second(self) -> float:
         """Env steps consumed per second of training with the driver's evaluation seconds
-        (``extra["eval_seconds"]``, Ray runs) taken out: the learner's throughput. Exact for a
-        run whose only evaluation is the final one, at the end of the budget (nothing consumed
-        while it runs is counted); mid-run evaluations overlap training, so there it reads
-        high."""
-        seconds = self.wall_seconds - float(self.extra.get("eval_seconds", 0.0))
+        taken out: the learner's throughput. Exact for a run whose only evaluation is the final
+        one, at the end of the budget (nothing consumed while it runs is counted); mid-run
+        evaluations overlap training, so there it reads high."""
+        seconds = self.wall_seconds - self.eval_seconds
         return self.env_steps / seconds if seconds > 0 else 0.0
-
-
-def actor_seed(config: IMPALAConfig, index: int, restart: int = 0) -> int:
-    """Seed of actor ``index`` (a restarted actor gets a fresh stream)."""
-    return config.seed + 1000 * (index + 1) + 100_000 * restart
-
-
-def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: IMPALAConfig,
-                eval_index: int) -> tuple[float, float]:
-    """Mean and std of ``config.eval_episodes`` greedy episodes with ``weights``."""
-    net = ActorCritic(obs_dim, n_actions, config.hidden)
-    load_numpy_weights(net, weights)
-    returns = evaluate_policy(greedy_policy(net), config.env_id, config.eval_episodes,
-                              eval_seed(config.seed, eval_index, config.eval_episodes))
-    return float(returns.mean()), float(returns.std())
 
 
 def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = False
@@ -101,7 +70,7 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         progress: Show a progress bar.
     """
     torch.set_num_threads(1)
-    runners = [EnvRunner(config.env_id, actor_seed(config, i), "discrete", "IMPALA",
+    runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), "discrete", "IMPALA",
                          config.envs_per_actor) for i in range(config.num_actors)]
     obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
     learner = VTraceLearner(obs_dim, n_actions, config)
@@ -138,5 +107,6 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
     bar.close(solved)
     for runner in runners:
         runner.close()
-    return IMPALAResult(history, solved, eval_return, env_steps, wall, learner.updates, lags,
-                        learner.get_weights())
+    return IMPALAResult(history=history, solved=solved, eval_return=eval_return,
+                        env_steps=env_steps, wall_seconds=wall, updates=learner.updates,
+                        weights=learner.get_weights(), policy_lags=lags)

@@ -27,9 +27,9 @@ from rlkit.metrics import History
 from rlkit.nstep import fragment_transitions
 from rlkit.progress import ProgressBar
 from rlkit.rollout import EnvRunner
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
-                                    interrupts_deferred, load_checkpoint, save_on_interrupt,
-                                    updates_owed)
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
+                                    check_checkpoint_options, interrupts_deferred,
+                                    load_checkpoint, save_on_interrupt, updates_owed)
 from rlkit.types import OffPolicyAlgorithm
 
 
@@ -112,9 +112,9 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
 
     def save() -> Path | None:
         losses.clear()  # an interrupted update's loss may be half-made: drop it
-        return checkpointer.save(lambda with_buffer: {
-            "learner": learner.state_dict(),
-            "buffer": buffer.state_dict() if with_buffer else None}, step, clock(), history)
+        return checkpointer.save(lambda with_buffer: LearnerState(
+            learner.state_dict(), buffer.state_dict() if with_buffer else None), step, clock(),
+            history)
 
     start = time.perf_counter()
     try:

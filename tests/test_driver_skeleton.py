@@ -1,0 +1,75 @@
+"""The one driver skeleton: the options every driver shares, checked before any actor starts,
+and the same role vocabulary and result base in the four patterns."""
+
+import math
+
+import pytest
+from conftest import wait_until_no_actors
+
+from rlkit.algos.a2c import A2CConfig
+from rlkit.algos.apex import ApexConfig, ApexDQN
+from rlkit.algos.dqn import DQNConfig
+from rlkit.algos.impala import IMPALAConfig
+from rlkit.distributed.run import RunOptions
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(timeout_s=0), r"timeout_s=0 must be a positive number of seconds. Fix:"),
+    (dict(timeout_s=math.nan), r"timeout_s=nan must be a positive number"),
+    (dict(timeout_s=True), r"timeout_s=True must be a positive number"),
+    (dict(timeout_s="60"), r"timeout_s='60' must be a positive number"),
+    (dict(max_restarts=-1), r"max_restarts=-1 must be an int >= 0. Fix:"),
+    (dict(max_restarts=2.5), r"max_restarts=2.5 must be an int >= 0"),
+    (dict(progress="yes"), r"progress='yes' must be True or False"),
+    (dict(kill_at=[("worker 0", 5)]), r"kill_at=.* must be a dict \{role: env_steps\}"),
+    (dict(kill_at={"worker 0": -5}), r"must map role names to env-step counts >= 0"),
+    (dict(kill_at={"worker 0": 2.0}), r"must map role names to env-step counts >= 0"),
+])
+def test_run_options_refuse_bad_values_naming_the_field_and_the_fix(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RunOptions(**kwargs)
+
+
+def test_run_options_keep_their_own_copy_of_kill_at():
+    plan = {"worker 0": 100}
+    options = RunOptions(kill_at=plan)
+    plan["learner"] = 5
+    assert options.kill_at == {"worker 0": 100}
+
+
+SMALL_DQN = DQNConfig(hidden=(16,), batch_size=16, learning_starts=100, total_steps=400,
+                      eval_every=200, eval_episodes=1, target_return=None)
+
+
+def _drivers():
+    from rlkit.distributed.apex import train_apex_ray
+    from rlkit.distributed.driver import train_dqn_ray
+    from rlkit.distributed.gradient_server import train_a2c_ray, train_a3c_ray
+    from rlkit.distributed.impala import train_impala_ray
+
+    return {
+        "off-policy": lambda **o: train_dqn_ray(SMALL_DQN, num_workers=1, **o),
+        "apex": lambda **o: train_apex_ray(ApexDQN(SMALL_DQN, ApexConfig(num_workers=1,
+                                                                         num_shards=1)), **o),
+        "a3c": lambda **o: train_a3c_ray(A2CConfig(), num_workers=1, **o),
+        "a2c": lambda **o: train_a2c_ray(A2CConfig(), num_workers=1, **o),
+        "impala": lambda **o: train_impala_ray(IMPALAConfig(num_actors=1), **o),
+    }
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("pattern", ["off-policy", "apex", "a3c", "a2c", "impala"])
+def test_every_driver_takes_the_same_options_and_refuses_before_any_actor(ray_cluster,
+                                                                         pattern):
+    """The same option names in every driver; a fault plan naming a role the run does not
+    start ("actor 0", the old IMPALA word) is refused with the run's own role names."""
+    drive = _drivers()[pattern]
+    with pytest.raises(ValueError, match=r"kill_at=\{'actor 0': 5\} names \['actor 0'\], "
+                                         r"which this run does not start. Fix: use one of "
+                                         r"\[.*'worker 0'"):
+        drive(kill_at={"actor 0": 5})
+    with pytest.raises(ValueError, match="timeout_s=-1 must be a positive number"):
+        drive(timeout_s=-1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kill_worker_at'"):
+        drive(kill_worker_at=5)
+    assert wait_until_no_actors(2.0) == []
