@@ -31,9 +31,9 @@ def main() -> None:
     import ray
 
     from rlkit.algos.a2c import A2CConfig
-    from rlkit.common import config_dict
-    from rlkit.distributed.cluster import init_ray
-    from rlkit.distributed.gradient_server import train_a2c_ray, train_a3c_ray
+    from rlkit.core.common import config_dict
+    from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray
+    from rlkit.distributed.runtime.cluster import init_ray
 
     drivers = {"a3c": train_a3c_ray, "a2c": train_a2c_ray}
     runs: dict[str, dict[str, dict]] = {}

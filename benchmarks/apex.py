@@ -30,7 +30,7 @@ TREE_TARGET = 5_000  # batches/s on the 2-core machine (issue: Ape-X notebook)
 def tree_batches_per_second(seconds: float, **tree_options: int) -> float:
     """Stratified ``sample(256)`` then ``update(256)`` with new random priorities, repeated for
     ``seconds`` on a full 131,072-slot :class:`PriorityTree`."""
-    from rlkit.sum_tree import PriorityTree
+    from rlkit.replay.sum_tree import PriorityTree
 
     rng = np.random.default_rng(0)
     tree = PriorityTree(TREE_SLOTS, **tree_options)
@@ -66,8 +66,8 @@ def main() -> None:
     from rlkit.algos.apex import ApexConfig, ApexDDPG, ApexDQN
     from rlkit.algos.ddpg import DDPGConfig
     from rlkit.algos.dqn import DQNConfig
-    from rlkit.distributed.apex import train_apex_ray
-    from rlkit.distributed.cluster import init_ray
+    from rlkit.distributed.apex.driver import train_apex_ray
+    from rlkit.distributed.runtime.cluster import init_ray
 
     tree = {"wide": tree_batches_per_second(args.tree_seconds),
             "binary": tree_batches_per_second(args.tree_seconds, fanout=2, top_size=1)}

@@ -18,7 +18,7 @@ CLOCK_FIELDS = ("episode_seconds", "eval_seconds")
 
 
 def history_hash(history: object) -> str:
-    """SHA-256 of a :class:`rlkit.metrics.History` without its wall-clock columns."""
+    """SHA-256 of a :class:`rlkit.core.metrics.History` without its wall-clock columns."""
     data = {k: v for k, v in history.to_dict().items() if k not in CLOCK_FIELDS}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -24,9 +24,9 @@ from benchmarks.common import save_plot, write_result
 
 
 def dqn_updates_per_second(seconds: float, threads: int, device: str = "cpu") -> float:
-    from rlkit.buffers import ReplayBuffer
-    from rlkit.types import Batch
     from rlkit.algos.dqn import DQNConfig, DQNLearner
+    from rlkit.core.types import Batch
+    from rlkit.replay.buffers import ReplayBuffer
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -66,7 +66,7 @@ def main() -> None:
 
     import matplotlib.pyplot as plt
 
-    from rlkit.distributed.throughput import sac_learner_updates_per_second
+    from rlkit.distributed.off_policy.throughput import sac_learner_updates_per_second
 
     cores = os.cpu_count() or 1
     results: dict[str, dict[str, float]] = {"dqn (256x256, batch 64)": {},

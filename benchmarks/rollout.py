@@ -43,7 +43,7 @@ def loop_rate(seconds: float, envs: int = ENVS_PER_WORKER, barrier: Any = None) 
     """Env steps per second of the rollout loop in this process (build, warm up, wait at
     ``barrier`` if given, then measure for ``seconds``)."""
     from rlkit.algos.dqn import DQNConfig
-    from rlkit.distributed.throughput import EPSILON, single_process_throughput
+    from rlkit.distributed.off_policy.throughput import EPSILON, single_process_throughput
 
     return single_process_throughput(DQNConfig(), seconds, envs, EPSILON, barrier)
 
@@ -104,7 +104,7 @@ def _summary(values: list[float]) -> dict[str, Any]:
 
 
 def raw_env_rate(seconds: float) -> float:
-    from rlkit.envs import make_env
+    from rlkit.envs.make import make_env
 
     env = make_env("CartPole-v1", 0)
     rng = np.random.default_rng(0)
@@ -122,7 +122,7 @@ def plot(result: dict[str, Any]) -> None:
     """``benchmarks/results/rollout.png`` from the numbers :func:`main` writes."""
     import matplotlib.pyplot as plt
 
-    from rlkit.plotting import legend_below
+    from rlkit.notebook.plotting import legend_below
 
     ceiling, runs = result["single_process_env_plus_policy"], result["efficiency_runs"]
     ks = [int(k) for k in result["batched"]]
@@ -151,10 +151,10 @@ def main() -> None:
     import ray
 
     from rlkit.algos.dqn import DQNConfig
-    from rlkit.distributed.cluster import init_ray, plan_resources
-    from rlkit.distributed.throughput import (batched_rollout_throughput,
-                                              naive_rollout_throughput,
-                                              single_process_throughput)
+    from rlkit.distributed.off_policy.throughput import (batched_rollout_throughput,
+                                                         naive_rollout_throughput,
+                                                         single_process_throughput)
+    from rlkit.distributed.runtime.cluster import init_ray, plan_resources
 
     config = DQNConfig()
     raw = raw_env_rate(args.seconds)

@@ -30,11 +30,10 @@ def main() -> None:
     import ray
 
     from rlkit.algos.dqn import DQNConfig
-    from rlkit.train import train_dqn
-    from rlkit.distributed.cluster import init_ray
-    from rlkit.distributed.driver import train_dqn_ray, train_sac_ray
     from rlkit.algos.sac import SACConfig
-    from rlkit.train import train_sac
+    from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray
+    from rlkit.distributed.runtime.cluster import init_ray
+    from rlkit.train import train_dqn, train_sac
 
     runs: dict[str, dict[str, dict]] = {}
     plans = {"dqn": (DQNConfig, train_dqn, train_dqn_ray),

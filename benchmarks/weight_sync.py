@@ -9,7 +9,7 @@ Measured for the DQN Q-network and the SAC actor, on a local Ray instance, two w
   waiting for the answer); *fetch* is what :meth:`RolloutWorker.sync_weights` costs the
   worker at the start of a fragment when a new version is waiting (read the answer it asked for
   one fragment earlier, load the weights, send the next question). In a cluster started by
-  :func:`rlkit.distributed.cluster.init_ray`, as here, weights up to 0.9 MiB travel by value
+  :func:`rlkit.distributed.runtime.cluster.init_ray`, as here, weights up to 0.9 MiB travel by value
   inside the messages; larger ones are stored with ``ray.put`` and fetched by reference.
 * **blocking latency**: the learner waits for the server to acknowledge, then the worker asks
   and waits (two extra actor round trips): how long until a worker that insists on the newest
@@ -29,8 +29,8 @@ class _Fetcher:
     """A stand-in rollout worker that only syncs weights (actor class for this benchmark)."""
 
     def __init__(self, spec, ps):
-        from rlkit.distributed.parameter_server import RayChannel
-        from rlkit.distributed.roles import RolloutWorker
+        from rlkit.distributed.off_policy.roles import RolloutWorker
+        from rlkit.distributed.runtime.parameter_server import RayChannel
 
         self.ps = ps
         self.worker = RolloutWorker(spec, 0, RayChannel(ps))
@@ -52,7 +52,7 @@ class _Fetcher:
         """Seconds to ask the server and load the answer, waiting for every reply."""
         import ray
 
-        from rlkit.distributed.parameter_server import unpack_weights
+        from rlkit.distributed.runtime.parameter_server import unpack_weights
 
         start = time.perf_counter()
         version, payload = ray.get(self.ps.get_if_newer.remote(-1))
@@ -73,9 +73,9 @@ def main() -> None:
 
     from rlkit.algos.dqn import DQNConfig, DQNSpec
     from rlkit.algos.sac import SACConfig, SACSpec
-    from rlkit.distributed.cluster import init_ray
-    from rlkit.distributed.parameter_server import ParameterServer, RayChannel
-    from rlkit.distributed.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import LearnerWorker
+    from rlkit.distributed.runtime.cluster import init_ray
+    from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 
     init_ray()
     results = {}

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.algos.a2c import (A2CConfig, A2CLearner, a2c_loss, entropy, nstep_advantages,
-                             policy_loss)
-from rlkit.rollout import Fragment
+from rlkit.algos.a2c import A2CConfig, A2CLearner, a2c_loss, entropy, nstep_advantages, policy_loss
+from rlkit.envs.runner import Fragment
 
 G = 0.9
 

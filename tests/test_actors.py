@@ -5,10 +5,11 @@ import pytest
 import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
-from rlkit.common import updates_due
-from rlkit.distributed.cluster import plan_resources
-from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
-from rlkit.distributed.roles import Evaluator, LearnerWorker, RolloutWorker
+from rlkit.core.common import updates_due
+from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
+from rlkit.distributed.runtime.cluster import plan_resources
+from rlkit.distributed.runtime.evaluator import Evaluator
+from rlkit.distributed.runtime.parameter_server import LocalChannel, ParameterServer
 from rlkit.train import train_dqn
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=100, total_steps=2000)

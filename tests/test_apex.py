@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import wait_until_no_actors
 from rlkit.algos.apex import ApexConfig, ApexDDPG, ApexDQN
 from rlkit.algos.ddpg import DDPGConfig
 from rlkit.algos.dqn import DQNConfig, dqn_td_errors, greedy_batch_policy
-from rlkit.common import eval_seed, updates_due
-from rlkit.evaluation import evaluate_policy
-from rlkit.networks import QNetwork, load_numpy_weights
-from rlkit.distributed.apex_roles import ApexLearner, ApexWorker
-from rlkit.distributed.apex_shards import LocalShards, ReplayShard
-from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
+from rlkit.core.common import eval_seed, updates_due
+from rlkit.core.networks import QNetwork, load_numpy_weights
+from rlkit.distributed.apex.roles import ApexLearner, ApexWorker
+from rlkit.distributed.apex.shards import LocalShards, ReplayShard
+from rlkit.distributed.runtime.parameter_server import LocalChannel, ParameterServer
+from rlkit.envs.evaluation import evaluate_policy
+
+from conftest import wait_until_no_actors
 
 SMALL_DQN = DQNConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600,
                       eval_every=300, eval_episodes=2, buffer_size=2_000)
@@ -107,7 +108,7 @@ def test_apex_ddpg_roles_in_one_process():
 
 
 def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster):
-    from rlkit.distributed.apex import train_apex_ray
+    from rlkit.distributed.apex.driver import train_apex_ray
 
     algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2,
                                          fragment_steps=40, updates_per_call=8))
@@ -130,7 +131,7 @@ def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster
 
 
 def test_more_shards_than_cpus_fails_before_any_actor_starts(ray_cluster):
-    from rlkit.distributed.apex import train_apex_ray
+    from rlkit.distributed.apex.driver import train_apex_ray
 
     algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=3, num_shards=3, envs_per_worker=1,
                                          fragment_steps=10))

@@ -6,14 +6,14 @@ import copy
 import numpy as np
 import pytest
 import torch
+from test_dqn import FixedQ  # a Q "network" that is a fixed table, shared with the DQN tests
 
-from rlkit.algos.dqn import (DQNConfig, DQNLearner, DQNPriorityModel, dqn_loss,
-                             dqn_q_and_targets, dqn_targets, dqn_td_errors)
+from rlkit.algos.dqn import (DQNConfig, DQNLearner, DQNPriorityModel, dqn_loss, dqn_q_and_targets,
+                             dqn_targets, dqn_td_errors)
 from rlkit.algos.prioritized_td import (importance_weights_tensor, load_prefixed_weights,
                                         prefixed_weights, td_tensors)
-from rlkit.networks import QNetwork
-from rlkit.types import Batch, NStepBatch
-from test_dqn import FixedQ  # a Q "network" that is a fixed table, shared with the DQN tests
+from rlkit.core.networks import QNetwork
+from rlkit.core.types import Batch, NStepBatch
 
 CPU = torch.device("cpu")
 

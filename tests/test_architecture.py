@@ -8,8 +8,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "rlkit"
 #: Lower number = lower layer; a module may import only from its own layer or below.
-LAYERS = {"types": 0, "common": 0, "config_checks": 0, "algos": 2, "train": 3,
-          "distributed": 4, "testing": 0}  # every other top-level module: layer 1
+LAYERS = {"core": 0, "testing": 0, "envs": 1, "replay": 1, "notebook": 1, "algos": 2, "train": 3,
+          "distributed": 4}
+#: Inside distributed/: the runtime every pattern runs on, below the patterns.
+PATTERNS = ("off_policy", "apex", "a3c", "impala")
 
 
 def _modules() -> dict[str, Path]:
@@ -39,7 +41,24 @@ GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
 
 def _layer(module: str) -> int:
     parts = module.split(".")
-    return LAYERS.get(parts[1], 1) if len(parts) > 1 else 0
+    return LAYERS[parts[1]] if len(parts) > 1 else 0
+
+
+def test_the_top_level_holds_packages_whose_names_say_what_they_hold():
+    top = sorted(p.name for p in ROOT.iterdir() if p.name != "__pycache__")
+    assert top == sorted(["__init__.py", *LAYERS]), top
+
+
+def test_the_patterns_build_on_the_runtime_not_on_each_other():
+    for module, deps in GRAPH.items():
+        parts = module.split(".")
+        if len(parts) > 3 and parts[1] == "distributed":
+            other = {d.split(".")[2] for d in deps if d.startswith("rlkit.distributed.")
+                     and len(d.split(".")) > 3} - {parts[2], "runtime"}
+            assert not other, f"{module} imports another pattern: {other}"
+        if module.startswith("rlkit.distributed.runtime"):
+            up = [d for d in deps if d.split(".")[2:3] and d.split(".")[2] in PATTERNS]
+            assert not up, f"{module} imports a pattern: {up}"
 
 
 def test_no_import_cycle():
@@ -76,10 +95,12 @@ def test_modules_stay_small(module):
     assert lines <= 300, f"{module} has {lines} lines; split it by responsibility"
 
 
-#: The distributed drivers: each is a :class:`rlkit.distributed.run.DriverRun` filled in.
-DRIVERS = {"rlkit.distributed.driver": ["OffPolicyRun"], "rlkit.distributed.apex": ["ApexRun"],
-           "rlkit.distributed.impala": ["ImpalaRun"],
-           "rlkit.distributed.gradient_server": ["A3CRun", "A2CRun"]}
+#: The distributed drivers: each is a :class:`rlkit.distributed.runtime.driver.DriverRun`
+#: filled in.
+DRIVERS = {"rlkit.distributed.off_policy.driver": ["OffPolicyRun"],
+           "rlkit.distributed.apex.driver": ["ApexRun"],
+           "rlkit.distributed.impala.driver": ["ImpalaRun"],
+           "rlkit.distributed.a3c.driver": ["A3CRun", "A2CRun"]}
 
 
 def _function_lengths(module: str) -> dict[str, int]:
@@ -92,7 +113,7 @@ def _function_lengths(module: str) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("module", [*DRIVERS, "rlkit.distributed.run"])
+@pytest.mark.parametrize("module", [*DRIVERS, "rlkit.distributed.runtime.driver"])
 def test_driver_functions_fit_on_a_screen(module):
     long = {name: n for name, n in _function_lengths(module).items() if n > 60}
     assert not long, f"{module}: functions over 60 lines of code: {long}"
@@ -112,8 +133,8 @@ def test_every_driver_is_the_one_skeleton(module, classes):
     import inspect
     import typing
 
-    from rlkit.distributed.run import DriverRun
-    from rlkit.metrics import RunResult
+    from rlkit.core.metrics import RunResult
+    from rlkit.distributed.runtime.driver import DriverRun
 
     mod = importlib.import_module(module)
     for name in classes:
@@ -142,9 +163,9 @@ def test_messages_between_processes_are_typed():
     """No role returns a dict[str, Any] report, and no driver indexes a report by key."""
     import re
 
-    for module in [*DRIVERS, "rlkit.distributed.roles", "rlkit.distributed.apex_roles",
-                   "rlkit.distributed.apex_shards", "rlkit.distributed.impala_roles",
-                   "rlkit.distributed.gradient_roles"]:
+    for module in [*DRIVERS, "rlkit.distributed.off_policy.roles", "rlkit.distributed.apex.roles",
+                   "rlkit.distributed.apex.shards", "rlkit.distributed.impala.roles",
+                   "rlkit.distributed.a3c.roles"]:
         text = MODULES[module].read_text()
         untyped = re.findall(r"def (\w+)\([^)]*\)\s*->\s*dict\[str, Any\]", text)
         assert set(untyped) <= {"__getstate__"}, f"{module} returns untyped dicts: {untyped}"

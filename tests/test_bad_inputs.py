@@ -5,17 +5,17 @@ object) and says how to fix it, and leaves nothing running. Runs under a real lo
 import dataclasses
 
 import pytest
+
 from conftest import wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
-from rlkit.train.checkpoint import save_checkpoint  # noqa: E402
 from rlkit.algos.dqn import DQNConfig, DQNLearner  # noqa: E402
-from rlkit.train import train_dqn  # noqa: E402
-from rlkit.metrics import History  # noqa: E402
-from rlkit.distributed.driver import train_dqn_ray, train_sac_ray  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
-from rlkit.train import train_sac  # noqa: E402
+from rlkit.core.metrics import History  # noqa: E402
+from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
+from rlkit.train import train_dqn, train_sac  # noqa: E402
+from rlkit.train.checkpoint import save_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

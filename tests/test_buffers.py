@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from rlkit.buffers import ReplayBuffer
-from rlkit.types import Batch
+from rlkit.core.types import Batch
+from rlkit.replay.buffers import ReplayBuffer
 
 
 def make_batch(start: int, n: int, obs_dim: int = 3) -> Batch:

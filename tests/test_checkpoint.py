@@ -11,15 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.buffers import ReplayBuffer, TensorReplayBuffer
-from rlkit.types import Batch
-from rlkit.common import next_multiple
-from rlkit.train.checkpoint import interrupts_deferred, load_checkpoint, save_checkpoint
 from rlkit.algos.dqn import DQNConfig, DQNLearner
-from rlkit.train import train_dqn
-from rlkit.metrics import History
 from rlkit.algos.sac import SACConfig, SACLearner
-from rlkit.common import resumed_updates_due, updates_due
+from rlkit.core.common import next_multiple, resumed_updates_due, updates_due
+from rlkit.core.metrics import History
+from rlkit.core.types import Batch
+from rlkit.replay.buffers import ReplayBuffer, TensorReplayBuffer
+from rlkit.train import train_dqn
+from rlkit.train.checkpoint import interrupts_deferred, load_checkpoint, save_checkpoint
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=200, total_steps=1000,
                 eval_every=500, eval_episodes=2, target_return=None)
@@ -170,7 +169,7 @@ def test_interrupts_deferred_is_a_no_op_off_the_main_thread():
 def test_an_optimizer_keeps_its_own_runtime_flags_when_loading_a_checkpoint():
     # a checkpoint written by a differently configured optimiser (a CPU run's Adam, say) must not
     # switch this one's capturable/fused/foreach settings: they say how this process runs
-    from rlkit.networks import load_optimizer_state
+    from rlkit.core.networks import load_optimizer_state
 
     net = torch.nn.Linear(3, 2)
     other = torch.optim.Adam(net.parameters(), lr=1e-3, foreach=True)

@@ -7,13 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from rlkit.algos.ddpg import (DDPGConfig, DDPGLearner, DDPGPriorityModel, DDPGSpec,
-                              ddpg_actor_loss, ddpg_critic_loss, ddpg_td_errors,
-                              gaussian_exploration_policy)
+from rlkit.algos.ddpg import (DDPGConfig, DDPGLearner, DDPGPriorityModel, DDPGSpec, ddpg_actor_loss,
+                              ddpg_critic_loss, ddpg_td_errors, gaussian_exploration_policy)
 from rlkit.algos.prioritized_td import td_tensors
-from rlkit.networks import DeterministicActor
+from rlkit.core.networks import DeterministicActor
+from rlkit.core.types import Batch, NStepBatch
 from rlkit.train import train_single_process
-from rlkit.types import Batch, NStepBatch
 
 CPU = torch.device("cpu")
 LOW, HIGH = np.array([-2.0], np.float32), np.array([2.0], np.float32)

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.types import Batch
 from rlkit.algos.dqn import DQNConfig, DQNLearner, dqn_targets, linear_epsilon
-from rlkit.common import bootstrap_target
+from rlkit.core.common import bootstrap_target
+from rlkit.core.networks import QNetwork
+from rlkit.core.types import Batch
 from rlkit.train import train_dqn
-from rlkit.networks import QNetwork
 
 
 def test_bootstrap_target_handmade_numbers():
@@ -190,7 +190,7 @@ def test_dqn_update_on_cuda_keeps_metrics_on_the_device_and_matches_the_cpu():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_nan_loss_on_cuda_is_caught_once_per_batch_of_updates():
     from rlkit.algos.dqn import DQNSpec
-    from rlkit.distributed.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import LearnerWorker
 
     learner = LearnerWorker(DQNSpec(DQNConfig(hidden=(16, 16), batch_size=16,
                                               learning_starts=16)), device="cuda")

@@ -4,13 +4,14 @@ and the same role vocabulary and result base in the four patterns."""
 import math
 
 import pytest
-from conftest import wait_until_no_actors
 
 from rlkit.algos.a2c import A2CConfig
 from rlkit.algos.apex import ApexConfig, ApexDQN
 from rlkit.algos.dqn import DQNConfig
 from rlkit.algos.impala import IMPALAConfig
-from rlkit.distributed.run import RunOptions
+from rlkit.distributed.runtime.driver import RunOptions
+
+from conftest import wait_until_no_actors
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -42,10 +43,10 @@ SMALL_DQN = DQNConfig(hidden=(16,), batch_size=16, learning_starts=100, total_st
 
 
 def _drivers():
-    from rlkit.distributed.apex import train_apex_ray
-    from rlkit.distributed.driver import train_dqn_ray
-    from rlkit.distributed.gradient_server import train_a2c_ray, train_a3c_ray
-    from rlkit.distributed.impala import train_impala_ray
+    from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray
+    from rlkit.distributed.apex.driver import train_apex_ray
+    from rlkit.distributed.impala.driver import train_impala_ray
+    from rlkit.distributed.off_policy.driver import train_dqn_ray
 
     return {
         "off-policy": lambda **o: train_dqn_ray(SMALL_DQN, num_workers=1, **o),

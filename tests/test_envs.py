@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from rlkit.envs import make_env, space_dims
-from rlkit.evaluation import evaluate_policy
-from rlkit.rollout import EnvRunner
+from rlkit.envs.evaluation import evaluate_policy
+from rlkit.envs.make import make_env, space_dims
+from rlkit.envs.runner import EnvRunner
 
 
 def test_make_env_seeds_reproducibly():

@@ -1,7 +1,7 @@
 """Every coding exercise in the notebooks works: its check cell reports an unfilled stub as
 "not attempted" without breaking the notebook, and passes once the stub is replaced by the
-solution in ``notebooks/solutions/`` (with ``rlkit.exercises.STRICT`` on, so a failing check
-raises). Each exercise runs in a namespace holding its notebook's imports."""
+solution in ``notebooks/solutions/`` (with ``rlkit.notebook.exercises.STRICT`` on, so a failing
+check raises). Each exercise runs in a namespace holding its notebook's imports."""
 
 import ast
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import rlkit.exercises
+import rlkit.notebook.exercises
 
 ray = pytest.importorskip("ray")
 
@@ -87,7 +87,7 @@ def test_exercise_stub_reports_and_solution_passes(cluster, monkeypatch, noteboo
     exec(stub, namespace)
     # the stub as the notebook stores it: the check must reach the learner's function (which
     # raises NotImplementedError), not pass by testing rlkit against itself
-    monkeypatch.setattr(rlkit.exercises, "STRICT", True)
+    monkeypatch.setattr(rlkit.notebook.exercises, "STRICT", True)
     with pytest.raises(NotImplementedError):
         exec(check, namespace)
     exec(solution, namespace)  # the stub replaced by the solution

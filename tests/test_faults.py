@@ -6,16 +6,17 @@ import time
 
 import numpy as np
 import pytest
+
 from conftest import wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
-from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 from rlkit.algos.dqn import DQNConfig  # noqa: E402
+from rlkit.core.metrics import History  # noqa: E402
+from rlkit.distributed.off_policy.driver import LearnerFailedError, train_dqn_ray  # noqa: E402
 from rlkit.testing.faulty_envs import CRASHING, HANGING, NAN_REWARD  # noqa: E402
 from rlkit.train import train_dqn  # noqa: E402
-from rlkit.metrics import History  # noqa: E402
-from rlkit.distributed.driver import LearnerFailedError, train_dqn_ray  # noqa: E402
+from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

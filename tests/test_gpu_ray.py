@@ -10,8 +10,8 @@ import torch
 ray = pytest.importorskip("ray")
 
 from rlkit.algos.sac import SACConfig  # noqa: E402
-from rlkit.common import updates_due  # noqa: E402
-from rlkit.distributed.driver import train_sac_ray  # noqa: E402
+from rlkit.core.common import updates_due  # noqa: E402
+from rlkit.distributed.off_policy.driver import train_sac_ray  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.ray,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
@@ -45,7 +45,7 @@ def test_a_cpu_learner_can_be_forced_on_a_gpu_cluster(gpu_cluster):
 
 def test_a_killed_learner_actor_frees_its_gpu_memory(gpu_cluster):
     from rlkit.algos.sac import SACSpec
-    from rlkit.distributed.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import LearnerWorker
 
     free_before, _ = torch.cuda.mem_get_info()
     cfg = SACConfig(hidden=(256, 256), batch_size=256, buffer_size=1_000_000)

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from rlkit.algos.a2c import A2CConfig, A2CLearner
-from rlkit.distributed.gradient_roles import (GradientMessage, GradientServer, GradientWorker,
-                                             ServerStats)
-from rlkit.distributed.gradient_server import train_a2c, train_a2c_ray, train_a3c_ray
-from conftest import actor_processes
+from rlkit.distributed.a3c.driver import train_a2c, train_a2c_ray, train_a3c_ray
+from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker, ServerStats
 from rlkit.testing import faulty_envs
+
+from conftest import actor_processes
 
 SMALL = A2CConfig(num_envs=2, n_steps=20, hidden=(16, 16))  # 40 env steps per gradient
 

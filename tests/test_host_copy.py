@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.host_copy import HostCopy
-from rlkit.networks import module_weights
+from rlkit.core.networks import module_weights
+from rlkit.distributed.runtime.host_copy import HostCopy
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
@@ -51,9 +51,9 @@ def test_take_waits_for_a_copy_still_queued_behind_gpu_work():
 @cuda
 def test_the_learner_publishes_complete_versions_without_waiting_per_update():
     from rlkit.algos.sac import SACConfig, SACSpec
-    from rlkit.distributed.parameter_server import LocalChannel, ParameterServer
-    from rlkit.distributed.roles import LearnerWorker
-    from rlkit.types import Batch
+    from rlkit.core.types import Batch
+    from rlkit.distributed.off_policy.roles import LearnerWorker
+    from rlkit.distributed.runtime.parameter_server import LocalChannel, ParameterServer
 
     ps = ParameterServer()
     cfg = SACConfig(hidden=(64, 64), batch_size=64, learning_starts=64)

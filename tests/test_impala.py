@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from rlkit.algos.impala import IMPALAConfig, VTraceLearner, impala_loss, stack_fragments
-from rlkit.distributed.impala_roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
-from rlkit.rollout import EnvRunner, check_fragment
+from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
+from rlkit.envs.runner import EnvRunner, check_fragment
 from rlkit.train.impala import train_impala
 
 SMALL = IMPALAConfig(num_actors=2, envs_per_actor=2, unroll_length=5, batch_fragments=2,
@@ -185,7 +185,7 @@ def test_ray_queue_back_pressure_blocks_an_actor(ray_cluster):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_short_impala_run_under_ray(ray_cluster):
-    from rlkit.distributed.impala import train_impala_ray
+    from rlkit.distributed.impala.driver import train_impala_ray
 
     result = train_impala_ray(RAY_CONFIG)
     assert result.env_steps >= RAY_CONFIG.total_steps
@@ -200,7 +200,7 @@ def test_short_impala_run_under_ray(ray_cluster):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_killed_actor_is_replaced(ray_cluster):
-    from rlkit.distributed.impala import train_impala_ray
+    from rlkit.distributed.impala.driver import train_impala_ray
 
     result = train_impala_ray(RAY_CONFIG, kill_at={"worker 0": 5_000}, timeout_s=60.0)
     assert result.worker_restarts == 1
@@ -212,7 +212,7 @@ def test_killed_actor_is_replaced(ray_cluster):
 @pytest.mark.ray
 @pytest.mark.slow
 def test_synchronous_mode_has_zero_lag(ray_cluster):
-    from rlkit.distributed.impala import train_impala_ray
+    from rlkit.distributed.impala.driver import train_impala_ray
 
     config = dataclasses.replace(RAY_CONFIG, synchronous=True, total_steps=10_000)
     result = train_impala_ray(config)

@@ -379,7 +379,7 @@ def test_status_bar_shows_busy_while_a_widget_cell_runs(browser, lab):
 
 
 BAR_CELL = """\
-from rlkit.progress import ProgressBar
+from rlkit.notebook.progress import ProgressBar
 bar = ProgressBar(True, 10_000, 0, "DQN")  # rlkit's training bar: plain HTML, no widget
 for step in range(1_000, 5_000, 1_000):
     bar.update(step, eval="-300")

@@ -1,7 +1,7 @@
 """The notebooks' printing helpers: configs wrapped between fields, resources in GiB."""
 
 from rlkit.algos.dqn import DQNConfig
-from rlkit.notebook import config_text, resources_text
+from rlkit.notebook.source import config_text, resources_text
 
 
 def test_config_text_wraps_between_fields_only():

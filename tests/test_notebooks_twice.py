@@ -14,8 +14,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import wait_until_no_actors
 from nbclient import NotebookClient
+
+from conftest import wait_until_no_actors
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -24,8 +25,8 @@ LIFECYCLE = [
 import os, signal
 import ray
 from rlkit.algos.dqn import DQNConfig
-from rlkit.distributed.cluster import init_ray
-from rlkit.distributed.driver import train_dqn_ray
+from rlkit.distributed.runtime.cluster import init_ray
+from rlkit.distributed.off_policy.driver import train_dqn_ray
 from rlkit.train.checkpoint import load_checkpoint
 resources = init_ray()
 assert ray.is_initialized() and resources["CPU"] >= 1
@@ -33,7 +34,7 @@ assert ray.is_initialized() and resources["CPU"] >= 1
     """
 config = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps=500_000,
                    eval_every=5_000, eval_episodes=2, target_return=None)
-from rlkit.metrics import History
+from rlkit.core.metrics import History
 original_log_episode, episodes = History.log_episode, [0]
 
 def press_stop_once_training(self, *args):  # a SIGINT, as the stop button sends, once the

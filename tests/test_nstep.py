@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlkit.exploration import epsilon_ladder, noise_ladder, worker_rungs
-from rlkit.nstep import NStepBuilder
-from rlkit.rollout import EnvRunner
-from rlkit.types import Batch
+from rlkit.algos.exploration import epsilon_ladder, noise_ladder, worker_rungs
+from rlkit.core.types import Batch
+from rlkit.envs.runner import EnvRunner
+from rlkit.replay.nstep import NStepBuilder
 
 G = 0.9
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.prioritized_replay import (PrioritizedReplay, beta_at, importance_weights,
+from rlkit.core.types import NStepBatch
+from rlkit.replay.prioritized import (PrioritizedReplay, beta_at, importance_weights,
                                       split_by_priority)
-from rlkit.sum_tree import PriorityTree
-from rlkit.types import NStepBatch
+from rlkit.replay.sum_tree import PriorityTree
 
 
 @pytest.mark.parametrize("capacity,fanout,top", [(1, 16, 1024), (7, 2, 1), (1000, 16, 8),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import rlkit.progress
-from rlkit.progress import COLORS, ProgressBar, bar_html
+import rlkit.notebook.progress
+from rlkit.notebook.progress import COLORS, ProgressBar, bar_html
 
 
 def test_a_solved_run_ends_full_and_green_with_its_final_evaluation():
@@ -54,7 +54,7 @@ def test_close_updates_the_display_with_the_end_state():
 def test_a_running_bar_redraws_at_most_every_min_redraw_s_but_always_draws_its_end(
         monkeypatch):
     # an interval no loaded machine can overrun: the 20 reports below all fall inside it
-    monkeypatch.setattr(rlkit.progress, "MIN_REDRAW_S", 3600.0)
+    monkeypatch.setattr(rlkit.notebook.progress, "MIN_REDRAW_S", 3600.0)
     bar = ProgressBar(False, 10_000, 0, "DQN")
     handle = bar.handle = _Handle()
     for step in range(100, 2_100, 100):  # 20 reports within MIN_REDRAW_S

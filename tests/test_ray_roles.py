@@ -5,15 +5,17 @@ import time
 
 import numpy as np
 import pytest
+
 from conftest import our_ray_processes, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec  # noqa: E402
-from rlkit.common import eval_seed, updates_due  # noqa: E402
-from rlkit.distributed.driver import train_dqn_ray  # noqa: E402
-from rlkit.distributed.parameter_server import ParameterServer, RayChannel  # noqa: E402
-from rlkit.distributed.roles import Evaluator, LearnerWorker, RolloutWorker  # noqa: E402
+from rlkit.core.common import eval_seed, updates_due  # noqa: E402
+from rlkit.distributed.off_policy.driver import train_dqn_ray  # noqa: E402
+from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker  # noqa: E402
+from rlkit.distributed.runtime.evaluator import Evaluator  # noqa: E402
+from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -61,8 +63,8 @@ def test_roles_as_ray_actors(ray_cluster):
 
 
 def test_large_weights_travel_as_one_stored_object_small_ones_by_value(ray_cluster):
-    from rlkit.distributed.parameter_server import (inline_weights_bytes, pack_weights,
-                                                    unpack_weights)
+    from rlkit.distributed.runtime.parameter_server import (inline_weights_bytes, pack_weights,
+                                                            unpack_weights)
 
     limit = inline_weights_bytes()  # 92 KB under Ray's default limit, which this fixture keeps
     large = {"w": np.arange(limit // 4 + 1, dtype=np.float32)}  # just over the limit
@@ -106,7 +108,7 @@ def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
 
 def test_train_sac_ray_short_run_on_cpu(ray_cluster):
     from rlkit.algos.sac import SACConfig
-    from rlkit.distributed.driver import train_sac_ray
+    from rlkit.distributed.off_policy.driver import train_sac_ray
 
     cfg = SACConfig(hidden=(32, 32), batch_size=32, learning_starts=300, total_steps=800,
                     eval_every=400, eval_episodes=2, target_return=None)
@@ -123,7 +125,7 @@ def test_train_sac_ray_short_run_on_cpu(ray_cluster):
 
 def test_asking_for_a_gpu_the_cluster_lacks_fails_up_front(ray_cluster):
     from rlkit.algos.sac import SACConfig
-    from rlkit.distributed.driver import train_sac_ray
+    from rlkit.distributed.off_policy.driver import train_sac_ray
 
     assert ray.cluster_resources().get("GPU", 0) == 0  # the fixture pins a GPU-less cluster
     with pytest.raises(ValueError, match="learner_gpus=1 but the cluster has 0 GPUs"):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from rlkit.evaluation import evaluate_policy
-from rlkit.render import animate_frames, episode_frames
+from rlkit.envs.evaluation import evaluate_policy
+from rlkit.notebook.render import animate_frames, episode_frames
 
 
 def lean_policy(obs: np.ndarray) -> np.ndarray:

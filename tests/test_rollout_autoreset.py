@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlkit.rollout import EnvRunner, make_vector_env
+from rlkit.envs.runner import EnvRunner, make_vector_env
 
 SCRIPTED = "ScriptedCounter-v0"
 

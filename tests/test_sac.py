@@ -5,11 +5,11 @@ import pytest
 import torch
 from torch.distributions import AffineTransform, Normal, TanhTransform, TransformedDistribution
 
-from rlkit.buffers import TensorReplayBuffer
-from rlkit.types import Batch, TensorBatch
-from rlkit.networks import SquashedGaussianActor
 from rlkit.algos.sac import SACConfig, SACLearner, sac_alpha_loss, sac_critic_target
-from rlkit.common import polyak_update
+from rlkit.core.common import polyak_update
+from rlkit.core.networks import SquashedGaussianActor
+from rlkit.core.types import Batch, TensorBatch
+from rlkit.replay.buffers import TensorReplayBuffer
 from rlkit.train import train_sac
 
 LOW, HIGH = np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32)

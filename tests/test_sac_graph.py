@@ -9,8 +9,8 @@ import torch
 
 from rlkit.algos.sac import SACConfig, SACLearner
 from rlkit.algos.sac_graph import SACGraphUpdate
-from rlkit.buffers import TensorReplayBuffer
-from rlkit.types import Batch, TensorBatch
+from rlkit.core.types import Batch, TensorBatch
+from rlkit.replay.buffers import TensorReplayBuffer
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 LOW, HIGH = np.array([-2.0]), np.array([2.0])
@@ -41,7 +41,7 @@ def _assert_same_weights(eager: SACLearner, graphed: SACLearner) -> None:
 
 
 def test_a_numpy_buffer_is_refused_with_the_fix():
-    from rlkit.buffers import ReplayBuffer
+    from rlkit.replay.buffers import ReplayBuffer
 
     learner = SACLearner(3, 1, LOW, HIGH, SACConfig(hidden=(16, 16), cuda_graph=True), "cpu")
     with pytest.raises(ValueError, match="TensorReplayBuffer.*not a ReplayBuffer. Fix"):

@@ -50,7 +50,7 @@ def test_jupyterlab_as_make_lab_starts_it_listens_on_localhost_only(tmp_path):
 def test_local_ray_from_init_ray_keeps_token_auth_on_and_the_token_private():
     probe = (
         "import os, stat, ray\n"
-        "from rlkit.distributed.cluster import init_ray, protect_token_file\n"
+        "from rlkit.distributed.runtime.cluster import init_ray, protect_token_file\n"
         "init_ray(num_cpus=1)\n"
         "token = protect_token_file()\n"
         "print(os.environ.get('RAY_AUTH_MODE'), token is not None and "
@@ -69,8 +69,8 @@ def test_init_ray_lets_a_256x256_networks_weights_travel_inside_the_messages():
     (so 270 KB weights go by value), unless the user set the limit: then theirs holds."""
     probe = (
         "import os, numpy as np, ray\n"
-        "from rlkit.distributed.cluster import INLINE_LIMIT_ENV, init_ray\n"
-        "from rlkit.distributed.parameter_server import pack_weights\n"
+        "from rlkit.distributed.runtime.cluster import INLINE_LIMIT_ENV, init_ray\n"
+        "from rlkit.distributed.runtime.parameter_server import pack_weights\n"
         "@ray.remote(num_cpus=0)\n"
         "def seen():\n"
         "    w = {'w': np.zeros(270_000 // 4, np.float32)}\n"

@@ -1,2 +1,2 @@
 """One module per algorithm: its config, losses, learner and its ``OffPolicyAlgorithm`` (see
-:mod:`rlkit.types`). Nothing here imports the training loops or Ray."""
+:mod:`rlkit.core.types`). Nothing here imports the training loops or Ray."""

@@ -1,6 +1,6 @@
 """Advantage actor-critic (A2C / A3C): config, network, n-step advantages, losses, learner.
 
-Everything here is synchronous and process-local; :mod:`rlkit.distributed.gradient_server`
+Everything here is synchronous and process-local; :mod:`rlkit.distributed.a3c.driver`
 runs it as gradient workers and a gradient server. IMPALA (:mod:`rlkit.algos.impala`) reuses
 the network and the two policies. Arrays are *time-major*: ``(T, N)`` means
 ``T`` steps of ``N`` environments stepped in lockstep.
@@ -17,13 +17,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlkit.common import eval_seed
-from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
-from rlkit.envs import check_env_id
-from rlkit.evaluation import evaluate_policy
-from rlkit.networks import load_numpy_weights, make_adam, mlp, module_weights
-from rlkit.rollout import Fragment
-from rlkit.types import BatchPolicy, SamplingPolicy, Weights
+from rlkit.core.common import eval_seed
+from rlkit.core.config_checks import fail, require_hidden, require_ints, require_positive_finite
+from rlkit.core.networks import load_numpy_weights, make_adam, mlp, module_weights
+from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
+from rlkit.envs.evaluation import evaluate_policy
+from rlkit.envs.make import check_env_id
+from rlkit.envs.runner import Fragment
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ class A2CLearner:
         The n-step returns run over the whole ``(T, N)`` grid, bootstrapping from
         ``V(next_obs)`` at a truncation and after the last row; the loss and the advantage
         normalisation then take only the real steps (reset rows left out, see
-        :class:`rlkit.rollout.Fragment`)."""
+        :class:`rlkit.envs.runner.Fragment`)."""
         cfg = self.config
         t, n = fragment.rewards.shape
         logits, values = self.net(torch.as_tensor(fragment.obs.reshape(t * n, -1)))

@@ -6,7 +6,7 @@ replay. So an :class:`ApexAlgorithm` is the algorithm's own config and learner
 (:mod:`rlkit.algos.dqn`, :mod:`rlkit.algos.ddpg`, unchanged) plus what the actors need: an
 exploration ladder (one rung per env, fixed for the run) and a priority model (a copy of the
 online and target networks that scores the actor's own transitions before they are sent).
-The roles that use them are in :mod:`rlkit.distributed.apex_roles`.
+The roles that use them are in :mod:`rlkit.distributed.apex.roles`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.algos.ddpg import (DDPGConfig, DDPGPriorityModel, DDPGSpec,
-                              gaussian_exploration_policy)
+from rlkit.algos.ddpg import DDPGConfig, DDPGPriorityModel, DDPGSpec, gaussian_exploration_policy
 from rlkit.algos.dqn import DQNConfig, DQNPriorityModel, DQNSpec
-from rlkit.config_checks import fail, require_ints
-from rlkit.envs import space_dims
-from rlkit.exploration import epsilon_ladder, noise_ladder
-from rlkit.prioritized_replay import check_alpha
-from rlkit.types import ActionKind, BatchPolicy
+from rlkit.algos.exploration import epsilon_ladder, noise_ladder
+from rlkit.core.config_checks import fail, require_ints
+from rlkit.core.types import ActionKind, BatchPolicy
+from rlkit.envs.make import space_dims
+from rlkit.replay.prioritized import check_alpha
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -37,7 +36,7 @@ class ApexConfig:
     """The distributed system's settings (the algorithm's own are in its config).
 
     On a 2-core machine the exploration ladder gets its rungs from env copies, not processes:
-    ``num_workers * envs_per_worker`` rungs (see :mod:`rlkit.exploration`).
+    ``num_workers * envs_per_worker`` rungs (see :mod:`rlkit.algos.exploration`).
     """
 
     num_workers: int = 2

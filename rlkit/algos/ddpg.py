@@ -15,19 +15,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.algos.ddpg_td import ddpg_actor_loss, ddpg_critic_loss, ddpg_networks
-from rlkit.algos.ddpg_td import DDPGPriorityModel, ddpg_td_errors  # noqa: F401 (re-exported)
+from rlkit.algos.ddpg_td import (DDPGPriorityModel, ddpg_actor_loss,  # noqa: F401 (re-exported)
+                                 ddpg_critic_loss, ddpg_networks, ddpg_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
 from rlkit.algos.sac import deterministic_batch_policy
-from rlkit.buffers import TensorReplayBuffer
-from rlkit.common import polyak_update
-from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
-                                 require_replay_settings)
-from rlkit.envs import ActionKind, check_env_id, space_dims
-from rlkit.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
-                            module_weights)
-from rlkit.types import BatchPolicy, Weights
+from rlkit.core.common import polyak_update
+from rlkit.core.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
+                                      require_replay_settings)
+from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
+                                 module_weights)
+from rlkit.core.types import BatchPolicy, Weights
+from rlkit.envs.make import ActionKind, check_env_id, space_dims
+from rlkit.replay.buffers import TensorReplayBuffer
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def gaussian_exploration_policy(actor: DeterministicActor, rng: np.random.Genera
 
 
 class DDPGSpec:
-    """DDPG as an :class:`rlkit.types.OffPolicyAlgorithm`: behaviour is the actor plus Gaussian
+    """DDPG as an :class:`rlkit.core.types.OffPolicyAlgorithm`: behaviour is the actor plus Gaussian
     noise (uniform-random during the warm-up), evaluation the actor alone; the buffer lives on
     the learner's device, as SAC's."""
 

@@ -13,11 +13,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.algos.prioritized_td import (TDTensors, load_prefixed_weights, td_tensors,
-                                        weighted_mean)
-from rlkit.common import bootstrap_target
-from rlkit.networks import DeterministicActor, QCritic
-from rlkit.types import NStepBatch, Weights
+from rlkit.algos.prioritized_td import TDTensors, load_prefixed_weights, td_tensors, weighted_mean
+from rlkit.core.common import bootstrap_target
+from rlkit.core.networks import DeterministicActor, QCritic
+from rlkit.core.types import NStepBatch, Weights
 
 
 class HiddenConfig(Protocol):

@@ -1,9 +1,9 @@
 """Deep Q-learning: config, exploration schedule, TD target, learner, and its algorithm spec.
 
 The single-process trainer is :func:`rlkit.train.train_dqn`; the Ray one
-:func:`rlkit.distributed.driver.train_dqn_ray`. Both run :class:`DQNSpec` through a loop written
-once for every off-policy algorithm. The TD arithmetic (targets, loss, the TD errors Ape-X
-actors use as priorities) lives in :mod:`rlkit.algos.dqn_td` and is re-exported here.
+:func:`rlkit.distributed.off_policy.driver.train_dqn_ray`. Both run :class:`DQNSpec` through a
+loop written once for every off-policy algorithm. The TD arithmetic (targets, loss, the TD
+errors Ape-X actors use as priorities) lives in :mod:`rlkit.algos.dqn_td` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.algos.dqn_td import dqn_loss, dqn_q_and_targets
-from rlkit.algos.dqn_td import DQNPriorityModel, dqn_targets, dqn_td_errors  # noqa: F401
+from rlkit.algos.dqn_td import (DQNPriorityModel, dqn_loss, dqn_q_and_targets,  # noqa: F401
+                                dqn_targets, dqn_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
-from rlkit.buffers import ReplayBuffer
-from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
-                                 require_replay_settings)
-from rlkit.envs import ActionKind, check_env_id, space_dims
-from rlkit.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
-                            module_weights)
-from rlkit.types import Batch, BatchPolicy, NStepBatch, Weights
+from rlkit.core.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
+                                      require_replay_settings)
+from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
+                                 module_weights)
+from rlkit.core.types import Batch, BatchPolicy, NStepBatch, Weights
+from rlkit.envs.make import ActionKind, check_env_id, space_dims
+from rlkit.replay.buffers import ReplayBuffer
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class DQNConfig:
     epsilon_end: float = 0.04
     epsilon_decay_steps: int = 8_000
     double_dqn: bool = True
-    n_step: int = 1  # steps of reward in each TD target (rlkit.nstep); 1 = one-step DQN
+    n_step: int = 1  # steps of reward in each TD target (rlkit.replay.nstep); 1 = one-step DQN
     huber: bool = True  # Huber (smooth L1) loss; False = mean squared error
     max_grad_norm: float = 10.0
     hidden: tuple[int, ...] = (128, 128)  # as robust as 256x256 over seeds 0-4, 1.5x cheaper
@@ -133,7 +133,7 @@ class DQNLearner:
             ``{"loss", "q_mean", "grad_norm"}``: floats on the CPU; on a GPU, 0-d tensors left
             on the device, because reading one (``.item()``) makes the host wait for the GPU
             at every update. Callers read their mean once per batch of updates, as SAC's do
-            (:meth:`rlkit.distributed.roles.LearnerWorker.add_and_train`).
+            (:meth:`rlkit.distributed.off_policy.roles.LearnerWorker.add_and_train`).
 
         Raises:
             FloatingPointError: on the CPU, if the loss is not finite (the weights are left
@@ -256,7 +256,7 @@ def greedy_batch_policy(q: QNetwork) -> BatchPolicy:
 
 
 class DQNSpec:
-    """DQN as an :class:`rlkit.types.OffPolicyAlgorithm`: behaviour is epsilon-greedy with a
+    """DQN as an :class:`rlkit.core.types.OffPolicyAlgorithm`: behaviour is epsilon-greedy with a
     Q-network, and a numpy replay buffer feeds the learner."""
 
     name = "DQN"

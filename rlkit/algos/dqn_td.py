@@ -14,11 +14,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rlkit.algos.prioritized_td import (TDTensors, load_prefixed_weights, td_tensors,
-                                        weighted_mean)
-from rlkit.common import bootstrap_target
-from rlkit.networks import QNetwork
-from rlkit.types import NStepBatch, Weights
+from rlkit.algos.prioritized_td import TDTensors, load_prefixed_weights, td_tensors, weighted_mean
+from rlkit.core.common import bootstrap_target
+from rlkit.core.networks import QNetwork
+from rlkit.core.types import NStepBatch, Weights
 
 
 class QNetworkConfig(Protocol):

@@ -1,8 +1,8 @@
 """IMPALA: config, the V-trace loss, and the learner (the network and the policies are A2C's).
 
 The learner is plain torch and knows nothing of Ray: :func:`rlkit.train.impala.train_impala`
-runs it in one process (with a simulated policy lag), and :mod:`rlkit.distributed.impala` runs
-it as an actor fed by a bounded trajectory queue.
+runs it in one process (with a simulated policy lag), and :mod:`rlkit.distributed.impala.driver`
+runs it as an actor fed by a bounded trajectory queue.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from torch import nn
 
 from rlkit.algos.a2c import ActorCritic
 from rlkit.algos.vtrace import nstep_returns, vtrace
-from rlkit.config_checks import fail, require_hidden, require_ints, require_positive_finite
-from rlkit.envs import check_env_id
-from rlkit.networks import load_numpy_weights, make_adam, module_weights
-from rlkit.rollout import Fragment, check_fragment
-from rlkit.types import Weights
+from rlkit.core.config_checks import fail, require_hidden, require_ints, require_positive_finite
+from rlkit.core.networks import load_numpy_weights, make_adam, module_weights
+from rlkit.core.types import Weights
+from rlkit.envs.make import check_env_id
+from rlkit.envs.runner import Fragment, check_fragment
 
 
 @dataclass(frozen=True)

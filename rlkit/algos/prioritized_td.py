@@ -1,13 +1,13 @@
 """What DQN and DDPG share for prioritized (Ape-X) updates.
 
-* :func:`td_tensors`: a :class:`~rlkit.types.Batch`, :class:`~rlkit.types.TensorBatch` or
-  :class:`~rlkit.types.NStepBatch` as tensors, with the factor of the bootstrap value: the
+* :func:`td_tensors`: a :class:`~rlkit.core.types.Batch`, :class:`~rlkit.core.types.TensorBatch` or
+  :class:`~rlkit.core.types.NStepBatch` as tensors, with the factor of the bootstrap value: the
   config's ``gamma`` for a one-step batch, the per-transition ``gamma ** k`` of an n-step one.
 * :func:`importance_weights_tensor` and :func:`weighted_mean`: the importance-weighted loss
   ``mean_i(w_i * loss_i)`` of prioritized replay.
 * :func:`prefixed_weights` / :func:`load_prefixed_weights`: several networks (online and target)
-  in one flat :data:`~rlkit.types.Weights` dict, keys ``"<network>.<parameter>"``, which is how a
-  learner ships what an Ape-X actor needs to compute the priorities of its own transitions.
+  in one flat :data:`~rlkit.core.types.Weights` dict, keys ``"<network>.<parameter>"``, which is
+  how a learner ships what an Ape-X actor needs to compute the priorities of its own transitions.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.networks import load_numpy_weights, module_weights
-from rlkit.types import Batch, NStepBatch, TensorBatch, Weights
+from rlkit.core.networks import load_numpy_weights, module_weights
+from rlkit.core.types import Batch, NStepBatch, TensorBatch, Weights
 
 #: Every batch type a prioritized learner accepts.
 AnyBatch = Batch | TensorBatch | NStepBatch

@@ -1,7 +1,7 @@
 """Soft Actor-Critic: config, the three losses, the learner, and its algorithm spec.
 
 The single-process trainer is :func:`rlkit.train.train_sac`; the Ray one
-:func:`rlkit.distributed.driver.train_sac_ray`.
+:func:`rlkit.distributed.off_policy.driver.train_sac_ray`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.buffers import TensorReplayBuffer
-from rlkit.common import bootstrap_target, polyak_update
-from rlkit.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
-                                 require_replay_settings)
-from rlkit.envs import ActionKind, check_env_id, space_dims
-from rlkit.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
-                            module_weights)
-from rlkit.types import BatchPolicy, TensorBatch, Weights
+from rlkit.core.common import bootstrap_target, polyak_update
+from rlkit.core.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
+                                      require_replay_settings)
+from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
+                                 module_weights)
+from rlkit.core.types import BatchPolicy, TensorBatch, Weights
+from rlkit.envs.make import ActionKind, check_env_id, space_dims
+from rlkit.replay.buffers import TensorReplayBuffer
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,7 @@ def deterministic_batch_policy(actor: SquashedGaussianActor) -> BatchPolicy:
 
 
 class SACSpec:
-    """SAC as an :class:`rlkit.types.OffPolicyAlgorithm`: behaviour samples from the
+    """SAC as an :class:`rlkit.core.types.OffPolicyAlgorithm`: behaviour samples from the
     squashed-Gaussian actor (uniform-random during the warm-up); the learner's buffer lives on
     the learner's device."""
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import torch
 
-from rlkit.buffers import TensorReplayBuffer
-from rlkit.types import TensorBatch
+from rlkit.core.types import TensorBatch
+from rlkit.replay.buffers import TensorReplayBuffer
 
 #: The order of :meth:`SACGraphUpdate.take_sums`'s entries.
 METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy")

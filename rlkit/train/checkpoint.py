@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from rlkit.common import config_dict, resumed_updates_due
-from rlkit.metrics import History
+from rlkit.core.common import config_dict, resumed_updates_due
+from rlkit.core.metrics import History
 
 FORMAT_VERSION = 1
 FILE_NAME = "checkpoint.pt"
@@ -269,7 +269,7 @@ def interrupts_deferred() -> Iterator[None]:
 def updates_owed(env_steps: int, config: Any, resumed: Checkpoint | None) -> int:
     """The rate limiter's count after ``env_steps`` env steps of a fresh run (``resumed`` is
     ``None``) or of one resumed from a checkpoint (see
-    :func:`rlkit.common.resumed_updates_due`)."""
+    :func:`rlkit.core.common.resumed_updates_due`)."""
     if resumed is None:
         return resumed_updates_due(env_steps, config.learning_starts, config.train_every)
     return resumed_updates_due(env_steps, config.learning_starts, config.train_every,

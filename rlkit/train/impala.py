@@ -1,5 +1,5 @@
 """IMPALA in one process, with a *simulated* policy lag: reproducible, and the reference the Ray
-version (:func:`rlkit.distributed.impala.train_impala_ray`) is checked against.
+version (:func:`rlkit.distributed.impala.driver.train_impala_ray`) is checked against.
 
 Each update collects ``batch_fragments`` trajectories, round-robin from ``num_actors`` runners
 (seeded as the Ray actors are), acting with the weights of ``policy_lag`` updates ago, then
@@ -17,11 +17,11 @@ import torch
 
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import IMPALAConfig, VTraceLearner
-from rlkit.common import worker_seed
-from rlkit.metrics import History, RunResult
-from rlkit.networks import load_numpy_weights
-from rlkit.progress import ProgressBar
-from rlkit.rollout import EnvRunner
+from rlkit.core.common import worker_seed
+from rlkit.core.metrics import History, RunResult
+from rlkit.core.networks import load_numpy_weights
+from rlkit.envs.runner import EnvRunner
+from rlkit.notebook.progress import ProgressBar
 
 
 @dataclass(kw_only=True)

@@ -2,7 +2,7 @@
 
 Act for ``train_every`` steps, store the transitions, do one gradient update, evaluate every
 ``eval_every`` steps, and stop at the first evaluation that reaches ``target_return`` (or at
-``total_steps``). An :class:`rlkit.types.OffPolicyAlgorithm` supplies the learner, the buffer,
+``total_steps``). An :class:`rlkit.core.types.OffPolicyAlgorithm` supplies the learner, the buffer,
 the exploration and the evaluation policy. Notebook 01 writes the same loop inline in a dozen
 lines and checks that it takes the same steps; this version adds checkpoints, resuming, a
 progress bar and interrupt handling around it.
@@ -21,16 +21,16 @@ import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
-from rlkit.common import check_finite, eval_seed
-from rlkit.evaluation import evaluate_policy
-from rlkit.metrics import History
-from rlkit.nstep import fragment_transitions
-from rlkit.progress import ProgressBar
-from rlkit.rollout import EnvRunner
+from rlkit.core.common import check_finite, eval_seed
+from rlkit.core.metrics import History
+from rlkit.core.types import OffPolicyAlgorithm
+from rlkit.envs.evaluation import evaluate_policy
+from rlkit.envs.runner import EnvRunner
+from rlkit.notebook.progress import ProgressBar
+from rlkit.replay.nstep import fragment_transitions
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
-                                    check_checkpoint_options, interrupts_deferred,
-                                    load_checkpoint, save_on_interrupt, updates_owed)
-from rlkit.types import OffPolicyAlgorithm
+                                    check_checkpoint_options, interrupts_deferred, load_checkpoint,
+                                    save_on_interrupt, updates_owed)
 
 
 @dataclass
@@ -167,7 +167,7 @@ def _learner_and_buffer(algo: OffPolicyAlgorithm, env: Any, resumed: Checkpoint 
 def evaluate_greedily(algo: OffPolicyAlgorithm, net: torch.nn.Module, eval_index: int
                       ) -> np.ndarray:
     """``(eval_episodes,)`` returns of ``net``'s policy without exploration, on fresh
-    episodes seeded by :func:`rlkit.common.eval_seed` for evaluation number ``eval_index``."""
+    episodes seeded by :func:`rlkit.core.common.eval_seed` for evaluation number ``eval_index``."""
     c = algo.config
     return evaluate_policy(algo.evaluation_policy(net), c.env_id, c.eval_episodes,
                            eval_seed(c.seed, eval_index, c.eval_episodes))

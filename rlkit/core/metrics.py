@@ -1,0 +1,107 @@
+"""Training history (what happened, against env steps and wall-clock seconds) and the fields
+every distributed run returns (:class:`RunResult`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlkit.core.types import Weights
+
+
+@dataclass
+class History:
+    """Everything a training run records, as plain lists (JSON-friendly).
+
+    Training episodes, greedy evaluations and losses are each logged against the number of env
+    steps taken so far and the wall-clock seconds since training started.
+    """
+
+    episode_steps: list[int] = field(default_factory=list)
+    episode_seconds: list[float] = field(default_factory=list)
+    episode_returns: list[float] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)
+    eval_seconds: list[float] = field(default_factory=list)
+    eval_returns: list[float] = field(default_factory=list)  # mean over the eval episodes
+    eval_stds: list[float] = field(default_factory=list)
+    loss_steps: list[int] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)  # mean loss since the previous entry
+    events: list[str] = field(default_factory=list)  # e.g. "worker 1 restarted at step 30000"
+
+    def log_episode(self, step: int, seconds: float, episode_return: float) -> None:
+        self.episode_steps.append(int(step))
+        self.episode_seconds.append(float(seconds))
+        self.episode_returns.append(float(episode_return))
+
+    def log_eval(self, step: int, seconds: float, mean: float, std: float) -> None:
+        self.eval_steps.append(int(step))
+        self.eval_seconds.append(float(seconds))
+        self.eval_returns.append(float(mean))
+        self.eval_stds.append(float(std))
+
+    def log_loss(self, step: int, loss: float) -> None:
+        self.loss_steps.append(int(step))
+        self.losses.append(float(loss))
+
+    def recent_return(self, episodes: int = 20) -> float:
+        """Mean training return of the last ``episodes`` episodes (NaN before the first)."""
+        tail = self.episode_returns[-episodes:]
+        return sum(tail) / len(tail) if tail else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> History:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    """The fields every distributed run returns; each pattern's result extends it.
+
+    Attributes:
+        history: Training episodes, evaluations and losses against env steps and seconds;
+            restarts and other events in ``history.events``.
+        solved: Whether a greedy evaluation reached the config's ``target_return``.
+        eval_return: Mean return of the last evaluation.
+        env_steps: Env steps the run counted (collected, or consumed by the learner).
+        wall_seconds: Training time, from the end of the actors' start-up.
+        updates: Learner updates (gradient steps) applied.
+        weights: On a solve, the weights that reached the target; else the final ones.
+        startup_seconds: Time the actors took to start.
+        worker_restarts: Workers replaced after a failure.
+    """
+
+    history: History
+    solved: bool
+    eval_return: float
+    env_steps: int
+    wall_seconds: float
+    updates: int
+    weights: Weights
+    startup_seconds: float = 0.0
+    worker_restarts: int = 0
+
+
+def repo_root() -> Path:
+    """The repository root (the folder holding ``rlkit/``), whatever the working directory."""
+    return Path(__file__).resolve().parents[1]
+
+
+def save_results(name: str, results: dict[str, Any]) -> Path:
+    """Write ``results`` to ``<repo>/results/<name>.json`` and return the path."""
+    path = repo_root() / "results" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1))
+    return path
+
+
+def load_results(name: str) -> dict[str, Any] | None:
+    """Read ``<repo>/results/<name>.json``, or ``None`` if no run has written it yet."""
+    path = repo_root() / "results" / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None

@@ -1,0 +1,1 @@
+"""A2C and A3C through a gradient server (notebook 05): roles and drivers."""

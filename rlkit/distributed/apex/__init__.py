@@ -1,0 +1,1 @@
+"""Ape-X (notebook 04): workers, replay shards, learner, driver."""

@@ -1,0 +1,239 @@
+"""The Ape-X driver: workers feed sharded prioritized replay, a learner samples it.
+
+The loop is :class:`rlkit.distributed.runtime.driver.DriverRun`'s, the same as every driver's; Ape-X
+fills in its events (:meth:`ApexRun.on_fragment`, ``on_learner_report``, ``on_evaluation``) and what
+is due (:meth:`ApexRun.schedule`). Every worker collects a fragment and adds it, with its own
+priorities, to its shard; the driver only reads the worker's small report. Whenever the learner is
+idle and updates are owed (the same rate limiter as notebook 02: ``updates_due`` of the env steps),
+it asks the learner for up to ``updates_per_call`` of them. A worker whose next fragment would run
+more than two learner calls ahead of the learner waits ("parked"), so the update-to-data ratio holds
+on any machine. Every ``eval_every`` env steps the evaluator scores the weights of the latest
+learner report; a run that ends unsolved ends with one more evaluation, of its last weights.
+Asynchronous runs are not bit-reproducible.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlkit.algos.apex import ApexAlgorithm
+from rlkit.core.common import eval_seed, next_multiple, updates_due
+from rlkit.core.metrics import RunResult
+from rlkit.core.types import Weights
+from rlkit.distributed.apex.roles import ApexLearner, ApexWorker
+from rlkit.distributed.apex.shards import RayShards, ReplayShard
+from rlkit.distributed.runtime.cluster import plan_resources, require_ray
+from rlkit.distributed.runtime.driver import DriverRun, RunOptions
+from rlkit.distributed.runtime.evaluator import Evaluator
+from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
+from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
+from rlkit.envs.make import make_env, space_dims
+
+#: Log-spaced bins of the stored priorities ``(|delta| + eps) ** alpha`` for the histograms.
+PRIORITY_BINS = np.logspace(-2, 1.5, 36)
+
+
+@dataclass(kw_only=True)
+class ApexResult(RunResult):
+    """What :func:`train_apex_ray` returns: :class:`RunResult`, plus Ape-X's own measures.
+
+    Attributes:
+        priority_histograms: ``(env_steps, counts in PRIORITY_BINS)`` at each evaluation.
+        shard_sizes: Items in each shard at the end.
+        parked_seconds: Worker time spent waiting for the learner (the rate limiter).
+        solved_at_steps, solved_at_seconds: The evaluation that solved it (``None`` if none).
+    """
+
+    priority_histograms: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    shard_sizes: list[int] = field(default_factory=list)
+    parked_seconds: float = 0.0
+    solved_at_steps: int | None = None
+    solved_at_seconds: float | None = None
+
+
+def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
+    """Train ``algo`` (``ApexDQN`` or ``ApexDDPG``) with Ape-X on the running Ray cluster.
+
+    Stops at the first evaluation reaching ``config.target_return`` or after
+    ``config.total_steps`` env steps. Call :func:`rlkit.distributed.runtime.cluster.init_ray` first.
+
+    Args:
+        algo: The algorithm with its config and its :class:`~rlkit.algos.apex.ApexConfig`.
+        options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
+            ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"``,
+            ``"shard k"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
+
+    Raises:
+        ValueError: if the cluster cannot hold the workers and shards (more shards than
+            CPUs, say), before any actor starts.
+    """
+    return ApexRun(algo, RunOptions(**options)).run()
+
+
+class ApexRun(DriverRun):
+    """One Ape-X run's actors and bookkeeping, on the shared :class:`DriverRun` loop."""
+
+    def __init__(self, algo: ApexAlgorithm, options: RunOptions) -> None:
+        super().__init__(options, algo.config.total_steps, algo.name)
+        self.algo, self.cfg, self.apex = algo, algo.config, algo.apex
+        cluster_cpus = require_ray()["CPU"]
+        if self.apex.num_shards > cluster_cpus:
+            raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
+                             f"{cluster_cpus:g} CPUs. Fix: use num_shards <= {int(cluster_cpus)}.")
+        # the learner gets 1 CPU; workers and shards share the rest (0.25 each on 2 CPUs)
+        self.plan = plan_resources(self.apex.num_workers + self.apex.num_shards, cluster_cpus, 0)
+        self.asked = self.updates = 0
+        self.solved_at: tuple[int, float] | tuple[None, None] = (None, None)
+        self.weights: Weights = {}
+        self.weights_steps = 0  # env steps collected when the learner sent ``weights``
+        self.histograms: list[tuple[int, np.ndarray]] = []
+        self.parked: dict[int, float] = {}  # worker -> when it started waiting
+        self.parked_seconds = 0.0
+        self.learner_busy = self.evaluating = False
+
+    def role_names(self) -> list[str]:
+        return (["parameter server", "learner", "evaluator"]
+                + [f"shard {k}" for k in range(self.apex.num_shards)]
+                + [f"worker {i}" for i in range(self.apex.num_workers)])
+
+    def start_roles(self) -> None:
+        """Parameter server, shards, learner, workers, evaluator; wait until all answer."""
+        import ray
+
+        algo, apex, sup, timeout = self.algo, self.apex, self.supervisor, self.options.timeout_s
+        env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
+        obs_dim, act_dim = space_dims(env)[0], algo.replay_action_dim(env)
+        env.close()
+        server = sup.start("parameter server", lambda r: ray.remote(ParameterServer).options(
+            num_cpus=0).remote())
+        capacity = max(self.cfg.batch_size, self.cfg.buffer_size // apex.num_shards)
+        for k in range(apex.num_shards):
+            sup.start(f"shard {k}", lambda r, k=k: ray.remote(ReplayShard).options(
+                num_cpus=self.plan.worker_cpus).remote(capacity, obs_dim, act_dim, apex.alpha,
+                                                       self.cfg.seed + 10 + k))
+        shards = RayShards([sup[f"shard {k}"] for k in range(apex.num_shards)], timeout)
+        channel = RayChannel(server, timeout)
+        sup.start("learner", lambda r: ray.remote(ApexLearner).options(
+            num_cpus=self.plan.learner_cpus).remote(algo, channel, shards))
+        for i in range(apex.num_workers):
+            sup.start(f"worker {i}", lambda r, i=i: ray.remote(ApexWorker).options(
+                num_cpus=self.plan.worker_cpus).remote(algo, i, channel, shards, r))
+        sup.start("evaluator", lambda r: ray.remote(Evaluator).options(num_cpus=0).remote(algo))
+        sup.wait_started([r for r in sup.handles if r != "parameter server"],
+                         max(STARTUP_TIMEOUT_S, timeout))
+        sup.get(sup["learner"].publish.remote(), "learner", "publishing its first weights")
+
+    def train(self) -> None:
+        for i in range(self.apex.num_workers):
+            self.collect(i)
+        super().train()
+
+    def done(self) -> bool:
+        return self.solved or self.env_steps >= self.cfg.total_steps
+
+    def collect(self, i: int) -> None:
+        ref = self.supervisor[f"worker {i}"].collect.remote(self.apex.fragment_steps)
+        self.expect(ref, f"worker {i}", lambda r, i=i: self.on_fragment(r, i))
+
+    # --- events ---------------------------------------------------------------------------
+
+    def on_fragment(self, ref: Any, i: int) -> None:
+        """A worker added a fragment to its shard: count it; the worker waits to be unparked."""
+        try:
+            stats = self.supervisor.get(ref, f"worker {i}", "collecting a fragment")
+        except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
+            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            self.collect(i)
+            return
+        self.env_steps += stats.env_steps
+        now = self.clock()
+        for ret in stats.episode_returns:
+            self.history.log_episode(self.env_steps, now, ret)
+        self.parked[i] = time.perf_counter()
+
+    def on_learner_report(self, ref: Any) -> None:
+        report = self.supervisor.get(ref, "learner", "training")
+        self.learner_busy = False
+        self.updates = report.updates
+        self.weights, self.weights_steps = report.weights, self.env_steps
+        self.history.log_loss(self.env_steps, report.loss)
+
+    def on_evaluation(self, ref: Any) -> None:
+        self.evaluating = False
+        try:
+            returns = self.supervisor.get(ref, "evaluator", "evaluating")
+        except Exception as error:  # noqa: BLE001
+            self.supervisor.restart("evaluator", error, self.env_steps)
+            return
+        steps, seconds = self.eval_at
+        self.log_evaluation(steps, seconds, float(np.mean(returns)), float(np.std(returns)),
+                            self.cfg.target_return)
+        if self.solved:  # the result keeps the weights that solved, not later ones
+            self.solved_at, self.weights = (steps, seconds), self.evaluated_weights
+
+    # --- what is due ----------------------------------------------------------------------
+
+    def schedule(self) -> None:
+        """Ask the learner for owed updates, unpark workers it has caught up with, and start
+        an evaluation when one is due."""
+        cfg, apex = self.cfg, self.apex
+        owed = updates_due(self.env_steps, cfg.learning_starts, cfg.train_every) - self.asked
+        if not self.learner_busy and owed > 0:
+            n = min(owed, apex.updates_per_call)
+            ref = self.supervisor["learner"].train.remote(n, self.env_steps / cfg.total_steps)
+            self.expect(ref, "learner", self.on_learner_report)
+            self.learner_busy, self.asked, owed = True, self.asked + n, owed - n
+        if owed <= 2 * apex.updates_per_call:
+            for i, since in list(self.parked.items()):
+                self.parked_seconds += time.perf_counter() - since
+                del self.parked[i]
+                self.collect(i)
+        due = next_multiple(self.history.eval_steps[-1] if self.history.eval_steps else 0,
+                            cfg.eval_every)
+        if not self.evaluating and self.weights and self.weights_steps >= due:
+            self.launch_evaluation()
+
+    def launch_evaluation(self) -> None:
+        """Evaluate the weights of the latest learner report, logged at the env steps they had
+        trained on; the priority histogram is taken at the same moment."""
+        cfg, evals = self.cfg, len(self.history.eval_steps)
+        self.eval_at = (self.weights_steps, self.clock())
+        self.evaluated_weights = self.weights
+        ref = self.supervisor["evaluator"].evaluate.remote(
+            self.weights, cfg.eval_episodes, eval_seed(cfg.seed, evals, cfg.eval_episodes))
+        self.expect(ref, "evaluator", self.on_evaluation)
+        self.evaluating = True
+        self.histograms.append((self.env_steps, self.priority_histogram()))
+
+    def finish(self) -> None:
+        """Finish the evaluation in flight; if the budget ran out unsolved, evaluate the last
+        weights too, so every run ends with an evaluation of what it trained."""
+        self.drain("evaluator")
+        last = self.history.eval_steps[-1] if self.history.eval_steps else -1
+        if not self.solved and self.weights and last < self.weights_steps:
+            self.launch_evaluation()
+            self.drain("evaluator")
+        self.wall = self.clock()
+        self.shard_sizes = [s.size for s in self.supervisor.get(
+            [self.supervisor[f"shard {k}"].stats.remote() for k in range(self.apex.num_shards)],
+            "shards", "reading their sizes")]
+
+    def priority_histogram(self) -> np.ndarray:
+        """Counts of all shards' stored priorities in :data:`PRIORITY_BINS`."""
+        refs = [self.supervisor[f"shard {k}"].histogram.remote(PRIORITY_BINS)
+                for k in range(self.apex.num_shards)]
+        return np.sum(self.supervisor.get(refs, "shards", "counting priorities"), axis=0)
+
+    def result(self) -> ApexResult:
+        return ApexResult(
+            history=self.history, solved=self.solved, eval_return=self.eval_return,
+            env_steps=self.env_steps, wall_seconds=self.wall, updates=self.updates,
+            weights=self.weights, startup_seconds=self.startup_seconds,
+            worker_restarts=self.supervisor.restart_count("worker"),
+            priority_histograms=self.histograms, shard_sizes=self.shard_sizes,
+            parked_seconds=self.parked_seconds, solved_at_steps=self.solved_at[0],
+            solved_at_seconds=self.solved_at[1])

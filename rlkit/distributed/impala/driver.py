@@ -1,0 +1,191 @@
+"""The actor-learner queue driver: IMPALA under Ray, and the rollout ceiling it is measured
+against.
+
+The driver (:class:`ImpalaRun`, on the shared loop of
+:class:`~rlkit.distributed.runtime.driver.DriverRun`) starts a
+:class:`~rlkit.distributed.impala.roles.TrajectoryQueue`, an
+:class:`~rlkit.distributed.impala.roles.ImpalaLearner` and ``num_actors`` workers
+(:class:`~rlkit.distributed.impala.roles.ImpalaActor`). The workers run on their own (``run()``
+returns only when the queue closes); the driver keeps two learner calls in flight, logs what
+they report, evaluates the greedy policy every ``eval_every`` env steps, restarts a worker that
+dies, and closes the queue when the run is solved or out of budget. Asynchronous runs are not
+bit-reproducible.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
+from rlkit.algos.impala import IMPALAConfig
+from rlkit.core.common import next_multiple, worker_seed
+from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
+from rlkit.distributed.runtime.cluster import plan_resources, require_ray
+from rlkit.distributed.runtime.driver import DriverRun, RunOptions
+from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
+from rlkit.envs.make import make_env, space_dims
+from rlkit.envs.runner import EnvRunner
+from rlkit.train.impala import IMPALAResult
+
+UPDATES_PER_CALL = 4  # learner updates per remote call; two calls are kept in flight
+
+
+def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
+    """Train IMPALA with ``config.num_actors`` workers, a bounded queue and a learner actor.
+
+    Stops at the first greedy evaluation reaching ``config.target_return`` or once the learner
+    has consumed ``config.total_steps`` env steps. Call :func:`init_ray` first.
+
+    Args:
+        config: The run's settings.
+        options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
+            ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"``,
+            ``"learner"`` and ``"trajectory queue"``.
+    """
+    return ImpalaRun(config, RunOptions(**options)).run()
+
+
+class ImpalaRun(DriverRun):
+    """One IMPALA run on the shared :class:`DriverRun` loop. Its events: a learner report
+    (record it, ask for the next, evaluate when due) and a worker whose ``run()`` ended (only
+    a failure ends it before the queue closes: restart it)."""
+
+    def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
+        super().__init__(options, config.total_steps, "IMPALA (Ray)")
+        self.config = config
+        probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
+        self.obs_dim, self.n_actions = space_dims(probe)
+        probe.close()
+        self.lags: list[int] = []
+        self.updates, self.weights = 0, {}
+        self.busy = self.learner_wait = self.eval_seconds = 0.0
+        # the roles' own waits (a full queue, an empty one) give up first, with their message
+        self.role_timeout = options.timeout_s / 2
+
+    def role_names(self) -> list[str]:
+        return ["trajectory queue", "learner"] + [f"worker {i}"
+                                                  for i in range(self.config.num_actors)]
+
+    def start_roles(self) -> None:
+        """The queue, the learner and the workers, sized to the cluster (fractions of a CPU
+        on 2 cores)."""
+        import ray
+
+        sup, config, timeout = self.supervisor, self.config, self.role_timeout
+        plan = plan_resources(config.num_actors, require_ray()["CPU"])
+        queue = sup.start("trajectory queue", lambda r: ray.remote(TrajectoryQueue).options(
+            num_cpus=0, max_concurrency=2 * config.num_actors + 4).remote(config.queue_size))
+        sup.start("learner", lambda r: ray.remote(ImpalaLearner).options(
+            num_cpus=plan.learner_cpus).remote(config, self.obs_dim, self.n_actions, queue,
+                                               timeout))
+        for i in range(config.num_actors):
+            sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
+                num_cpus=plan.worker_cpus).remote(config, i, queue, r, timeout))
+        sup.wait_started(list(sup.handles), max(STARTUP_TIMEOUT_S, self.options.timeout_s))
+
+    def train(self) -> None:
+        for i in range(self.config.num_actors):
+            self.launch_worker(i)
+        for _ in range(2):
+            self.ask_learner()
+        super().train()
+
+    def schedule(self) -> None:
+        """Nothing waits for a schedule: each event relaunches its own call."""
+
+    def done(self) -> bool:
+        return self.solved or self.env_steps >= self.config.total_steps
+
+    def launch_worker(self, i: int) -> None:
+        ref = self.supervisor[f"worker {i}"].run.remote()
+        self.expect(ref, f"worker {i}", lambda r, i=i: self.on_worker_stopped(r, i))
+
+    def ask_learner(self) -> None:
+        ref = self.supervisor["learner"].train.remote(UPDATES_PER_CALL)
+        self.expect(ref, "learner", self.on_learner_report)
+
+    def on_worker_stopped(self, ref: Any, i: int) -> None:
+        """A worker's ``run()`` returned before the queue closed: only a failure does that."""
+        try:
+            self.supervisor.get(ref, f"worker {i}", "collecting fragments")
+        except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
+            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+        self.launch_worker(i)
+
+    def on_learner_report(self, ref: Any) -> None:
+        report = self.supervisor.get(ref, "learner", "training")
+        self.env_steps += report.env_steps
+        self.lags += report.lags
+        self.updates = report.updates
+        self.busy += report.busy_seconds
+        self.learner_wait += report.wait_seconds
+        now = self.clock()
+        for ret in report.episode_returns:
+            self.history.log_episode(self.env_steps, now, ret)
+        self.history.log_loss(self.env_steps, report.loss)
+        self.weights = report.weights  # the policy the recorded env steps trained
+        self.ask_learner()
+        self.maybe_evaluate()
+
+    def maybe_evaluate(self) -> None:
+        """A greedy evaluation, here in the driver, of the weights that the env steps consumed
+        so far trained, once per ``eval_every`` consumed env steps and at the end of the
+        budget; its seconds are added up in ``eval_seconds``."""
+        config, evals = self.config, len(self.history.eval_steps)
+        last = self.history.eval_steps[-1] if evals else 0
+        if not (self.env_steps >= next_multiple(last, config.eval_every)
+                or self.env_steps >= config.total_steps):
+            return
+        begin = time.perf_counter()
+        mean, std = greedy_eval(self.weights, self.obs_dim, self.n_actions, config, evals)
+        self.eval_seconds += time.perf_counter() - begin
+        self.log_evaluation(self.env_steps, self.clock(), mean, std, config.target_return)
+
+    def finish(self) -> None:
+        """Read the queue's statistics and close it: workers return at their next put, the
+        learner at its next batch; give them a moment to end cleanly before the supervisor
+        kills everything."""
+        import ray
+
+        self.wall = self.clock()
+        sup = self.supervisor
+        self.queue = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",
+                             "reading its statistics")
+        sup.get(sup["trajectory queue"].close.remote(), "trajectory queue", "closing")
+        ray.wait(list(self.pending), num_returns=len(self.pending), timeout=5.0)
+
+    def result(self) -> IMPALAResult:
+        return IMPALAResult(
+            history=self.history, solved=self.solved, eval_return=self.eval_return,
+            env_steps=self.env_steps, wall_seconds=self.wall, updates=self.updates,
+            weights=self.weights, startup_seconds=self.startup_seconds,
+            worker_restarts=self.supervisor.restart_count("worker"), policy_lags=self.lags,
+            queue_high_water=self.queue.high_water, actor_wait_seconds=self.queue.wait_seconds,
+            learner_busy_seconds=self.busy, learner_wait_seconds=self.learner_wait,
+            eval_seconds=self.eval_seconds)
+
+
+def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
+    """Env steps per second of one actor's loop (``envs_per_actor`` envs, the same policy
+    network sampling actions) in this process, no Ray, no learning: the rate one core can
+    produce, which the learner's consumption is compared with."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        runner = EnvRunner(config.env_id, worker_seed(config.seed, 0), "discrete", "IMPALA",
+                           config.envs_per_actor)
+        net = ActorCritic(runner.obs_dim, runner.action_dim, config.hidden)
+        policy = sampling_policy(net, np.random.default_rng(config.seed))
+        runner.run(config.unroll_length, policy, fixed_length=True)  # warm-up
+        steps, begin = 0, time.perf_counter()
+        while time.perf_counter() - begin < seconds:
+            steps += runner.run(config.unroll_length, policy, fixed_length=True).num_steps
+        runner.close()
+        return steps / (time.perf_counter() - begin)
+    finally:
+        torch.set_num_threads(threads)

@@ -1,0 +1,300 @@
+"""The off-policy replay driver: rollout workers, a learner that owns the buffer, a parameter
+server and an evaluator, on the loop every driver shares (:mod:`rlkit.distributed.runtime.driver`).
+
+The events are the part to read: when a worker's fragment is in (:meth:`OffPolicyRun.
+on_fragment`), hand it to the learner with exactly the updates the rate limiter allows and
+relaunch the worker; evaluate every ``eval_every`` env steps (:meth:`OffPolicyRun.schedule`).
+Restarts, timeouts, checkpoints, interrupts and fault injection are hooked in from
+:mod:`rlkit.distributed.runtime.supervisor` and :mod:`rlkit.train.checkpoint`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlkit.algos.dqn import DQNConfig, DQNSpec
+from rlkit.algos.sac import SACConfig, SACSpec
+from rlkit.core.common import eval_seed, next_multiple
+from rlkit.core.metrics import History
+from rlkit.core.types import OffPolicyAlgorithm, Weights
+from rlkit.distributed.off_policy.options import RayOptions, RayResult
+from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
+from rlkit.distributed.runtime.cluster import ResourcePlan, plan_resources, require_ray
+from rlkit.distributed.runtime.driver import DriverRun
+from rlkit.distributed.runtime.evaluator import Evaluator
+from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
+from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError
+from rlkit.envs.make import make_env, space_dims
+from rlkit.replay.buffers import check_buffer_memory
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, interrupts_deferred, load_checkpoint,
+                                    save_on_interrupt, updates_owed)
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+
+__all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "train_ray",
+           "train_sac_ray"]
+
+
+def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
+    """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec` and a CPU
+    learner (small Q-networks gain nothing from a GPU)."""
+    options.setdefault("learner_gpus", 0)
+    return train_ray(DQNSpec(config), num_workers, **options)
+
+
+def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> RayResult:
+    """Distributed SAC: :func:`train_ray` with :class:`rlkit.algos.sac.SACSpec`; the learner
+    asks for a GPU when the cluster has one and keeps its buffer and updates there."""
+    return train_ray(SACSpec(config), num_workers, **options)
+
+
+def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) -> RayResult:
+    """Train an off-policy algorithm with rollout workers, a learner that owns the buffer, a
+    parameter server and an evaluator; ``options`` are :class:`RayOptions` fields.
+
+    The rate limiter: after ``E`` env steps the learner has been asked for exactly
+    :func:`rlkit.core.common.updates_due` updates (the multiples of ``train_every`` past
+    ``learning_starts``), the same ratio as the single-process loop; and at most
+    ``max_learner_lag`` learner calls may be queued, so workers cannot run ahead of learning on
+    a machine where acting is faster.
+
+    Faults: a rollout worker that dies or whose environment raises is restarted with a fresh
+    seed, and the evaluator likewise (each at most ``max_restarts`` times); every restart is
+    recorded in ``history.events``. If the learner fails, the run stops with
+    :class:`LearnerFailedError` naming the last checkpoint; a non-finite loss stops it with
+    ``FloatingPointError``. An actor that does not answer within ``timeout_s`` raises
+    ``TimeoutError`` naming its role. Every actor is killed before this returns, also on error
+    or ``KeyboardInterrupt`` (after which a checkpoint is saved if ``checkpoint_dir`` is set).
+
+    ``wall_seconds`` counts from the moment all actors are up (as the single-process loop counts
+    from the end of its set-up); ``startup_seconds`` is the time they took to start. The roles
+    are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
+    """
+    opts = RayOptions(**options)
+    cluster = require_ray()
+    plan = plan_resources(num_workers, cluster.get("CPU", 0.0), opts.learner_gpus,
+                          cluster.get("GPU", 0.0))
+    config = algo.config
+    env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
+    obs_dim, act_dim = space_dims(env)
+    env.close()
+    # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
+    check_buffer_memory(config.buffer_size, obs_dim,
+                        None if algo.action_kind == "discrete" else act_dim)
+    resumed = None if opts.resume_from is None else load_checkpoint(opts.resume_from,
+                                                                    algo.name, config)
+    return OffPolicyRun(algo, num_workers, plan, opts, resumed).run()
+
+
+class OffPolicyRun(DriverRun):
+    """One :func:`train_ray` run on the shared :class:`DriverRun` loop. Its events: a worker's
+    fragment (:meth:`on_fragment`: hand it to the learner at the rate limit, relaunch the
+    worker) and an evaluation (:meth:`on_evaluation`); :meth:`schedule` starts an evaluation
+    when one is due."""
+
+    def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, plan: ResourcePlan,
+                 opts: RayOptions, resumed: Checkpoint | None) -> None:
+        config = algo.config
+        history, updates_asked = History(), 0
+        if resumed is not None:
+            history, updates_asked = resumed.history, resumed.updates
+        self.checkpointer = Checkpointer(opts.checkpoint_dir, opts.checkpoint_every,
+                                         opts.checkpoint_buffer, algo.name, config,
+                                         updates_asked)
+        super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
+                         history, lambda: self.checkpointer.last)
+        self.algo, self.config, self.opts, self.plan = algo, config, opts, plan
+        self.num_workers, self.resumed, self.updates_asked = num_workers, resumed, updates_asked
+        if resumed is not None:
+            self.env_steps, self.clock_offset = resumed.env_steps, resumed.wall_seconds
+            self.history.events.append(f"step {self.env_steps}: resumed from {resumed.path}")
+        self.launched_steps = self.env_steps
+        self.learner_calls: deque[ObjectRef] = deque()
+        self.evaluating = False
+        self.eval_weights: ObjectRef | None = None  # the snapshot the pending evaluation scores
+        self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, config.eval_every)
+        self.learner_busy, self.device = 0.0, "cpu"
+        self.weights: Weights = {}
+        self.updates, self.stored = self.updates_asked, 0
+
+    def role_names(self) -> list[str]:
+        return ["parameter server", "learner", "evaluator", *self.worker_names()]
+
+    def worker_names(self) -> list[str]:
+        return [f"worker {i}" for i in range(self.num_workers)]
+
+    # --- the loop's events ----------------------------------------------------------------
+
+    def train(self) -> None:
+        for i in range(self.num_workers):
+            self.launch(i)
+        super().train()
+
+    def done(self) -> bool:
+        return self.solved
+
+    def launch(self, i: int) -> None:
+        """Ask worker ``i`` for its next fragment, unless the step budget is launched."""
+        n = min(self.opts.fragment_steps, self.config.total_steps - self.launched_steps)
+        if n <= 0:
+            return
+        per_env = self.opts.envs_per_worker
+        n = -(-n // per_env) * per_env  # what the worker will really take
+        worker = self.supervisor[f"worker {i}"]
+        batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(
+            n, self.algo.random_action_prob(self.env_steps))
+        self.expect(stats_ref, f"worker {i}",
+                    lambda ref, i=i, b=batch_ref, n=n: self.on_fragment(ref, i, b, n))
+        self.launched_steps += n
+
+    def on_fragment(self, ref: ObjectRef, i: int, batch_ref: ObjectRef, asked: int) -> None:
+        """Hand the fragment (by reference: the driver never reads it) to the learner with
+        exactly the updates the rate limiter allows; then relaunch the worker."""
+        from ray.exceptions import RayError
+
+        try:
+            stats = self.supervisor.get(ref, f"worker {i}", "collecting")
+        except RayError as error:  # the worker died or its env raised
+            self.launched_steps -= asked  # those steps were never collected
+            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            self.launch(i)
+            return
+        with interrupts_deferred():  # a checkpoint sees the count and the transitions
+            self.env_steps += stats.env_steps
+            # Rate limiter: ask the learner for exactly the updates these env steps allow.
+            due = updates_owed(self.env_steps, self.config, self.resumed)
+            self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
+                batch_ref, due - self.updates_asked))
+            self.updates_asked = due
+        for episode_return in stats.episode_returns:
+            self.history.log_episode(self.env_steps, self.clock(), episode_return)
+        while len(self.learner_calls) > self.opts.max_learner_lag:
+            self.learner_result(self.learner_calls.popleft())
+        if self.checkpointer.due(self.updates_asked):
+            self.save()
+        self.launch(i)
+
+    def schedule(self) -> None:
+        """Start an evaluation every ``eval_every`` env steps (one at a time)."""
+        if self.env_steps >= self.next_eval and not self.evaluating:
+            self.eval_at = self.env_steps
+            self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
+            self.evaluate()
+
+    def learner_result(self, ref: ObjectRef) -> None:
+        report = self.supervisor.get(ref, "learner", f"training at env step {self.env_steps}")
+        self.learner_busy += report.seconds
+        if not math.isnan(report.loss):
+            self.history.log_loss(self.env_steps, report.loss)
+
+    def evaluate(self, weights: ObjectRef | Weights | None = None) -> None:
+        """Score ``weights``; by default a snapshot of the learner's weights now, kept in
+        ``eval_weights`` (the run's result if this evaluation solves it)."""
+        if weights is None:
+            weights = self.eval_weights = self.supervisor["learner"].get_weights.remote()
+        c = self.config
+        seed = eval_seed(c.seed, len(self.history.eval_steps), c.eval_episodes)
+        ref = self.supervisor["evaluator"].evaluate.remote(weights, c.eval_episodes, seed)
+        self.expect(ref, "evaluator", lambda r, w=weights: self.on_evaluation(r, w))
+        self.evaluating = True
+
+    def on_evaluation(self, ref: ObjectRef, weights: ObjectRef | Weights) -> None:
+        """Log the finished evaluation, or restart a failed evaluator and evaluate again."""
+        from ray.exceptions import RayError
+
+        self.evaluating = False
+        try:
+            returns = self.supervisor.get(ref, "evaluator", "evaluating")
+        except RayError as error:
+            if not self.supervisor.alive("learner"):
+                raise self.supervisor.learner_failed(error, "sending weights to the "
+                                                            "evaluator") from error
+            self.supervisor.restart("evaluator", error, self.env_steps)
+            self.evaluate(weights)
+            return
+        self.log_evaluation(self.eval_at, self.clock(), float(np.mean(returns)),
+                            float(np.std(returns)), self.config.target_return)
+
+    # --- start, finish, save --------------------------------------------------------------
+
+    def start_roles(self) -> None:
+        """Start every actor, load a checkpoint if resuming, publish weights version 1, and
+        wait until all are up; the training clock starts after this."""
+        import ray
+
+        sup, plan, opts, algo = self.supervisor, self.plan, self.opts, self.algo
+        generation = 1000 * sum("resumed from" in e for e in self.history.events)
+        server = sup.start("parameter server", lambda _: ray.remote(ParameterServer).options(
+            num_cpus=plan.parameter_server_cpus).remote())
+        channel = RayChannel(server, opts.timeout_s)
+        # Ray 2.60 hides GPUs only from actors that ask for one: tell the learner its device
+        device = "cuda" if plan.learner_gpus > 0 else "cpu"
+        learner = sup.start("learner", lambda _: ray.remote(LearnerWorker).options(
+            num_cpus=plan.learner_cpus, num_gpus=plan.learner_gpus).remote(
+            algo, channel, opts.publish_every, device))
+        sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
+            num_cpus=plan.evaluator_cpus).remote(algo))
+        for i in range(self.num_workers):
+            sup.start(f"worker {i}", lambda restart, i=i: ray.remote(
+                RolloutWorker).options(num_cpus=plan.worker_cpus).remote(
+                algo, i, channel, generation + restart, opts.envs_per_worker))
+        timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
+        if self.resumed is not None:
+            sup.get(learner.restore.remote(self.resumed.learner, self.resumed.buffer),
+                    "learner", "loading the checkpoint", timeout)
+        sup.get(learner.publish.remote(), "learner", "starting", timeout)
+        sup.wait_started(["evaluator", *self.worker_names()], timeout)
+        self.device = sup.get(learner.device_name.remote(), "learner", "starting", timeout)
+
+    def interrupt_guard(self) -> AbstractContextManager[None]:  # Ctrl-C: save, then stop
+        return save_on_interrupt(self.save_on_stop, lambda: self.env_steps)
+
+    def finish(self) -> None:
+        """Drain the learner; keep the weights that solved (the learner trained on while they
+        were scored), else the final ones, evaluated unless the last evaluation saw them (a
+        failed evaluator is restarted, as during training)."""
+        sup = self.supervisor
+        while self.learner_calls:
+            self.learner_result(self.learner_calls.popleft())
+        self.drain("evaluator")
+        ref = self.eval_weights if self.solved else sup["learner"].get_weights.remote()
+        self.weights = sup.get(ref, "learner", "sending its weights")
+        steps = self.history.eval_steps
+        if not self.solved and (not steps or steps[-1] != self.env_steps):
+            self.eval_at = self.env_steps
+            self.evaluate(self.weights)
+            self.drain("evaluator")
+        self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
+        self.stored = sup.get(sup["learner"].num_stored.remote(), "learner", "finishing")
+        self.save()
+
+    def save(self) -> Path | None:
+        learner = self.supervisor["learner"]
+        return self.checkpointer.save(
+            lambda with_buffer: self.supervisor.get(learner.state.remote(with_buffer), "learner",
+                                                    "saving a checkpoint"),
+            self.env_steps, self.clock(), self.history)
+
+    def save_on_stop(self) -> Path | None:
+        """The interrupt's save: only once the actors are up, and without long waits."""
+        if not self.started:
+            return None
+        self.supervisor.timeout_s = min(self.supervisor.timeout_s, 10.0)
+        return self.save()
+
+    def result(self) -> RayResult:
+        sup = self.supervisor
+        return RayResult(
+            history=self.history, solved=self.solved, eval_return=self.eval_return,
+            env_steps=self.env_steps, wall_seconds=self.clock(), updates=self.updates,
+            weights=self.weights, startup_seconds=self.startup_seconds,
+            worker_restarts=sup.restart_count("worker"), learner_busy_seconds=self.learner_busy,
+            device=self.device, evaluator_restarts=sup.restarts.get("evaluator", 0),
+            checkpoint=self.checkpointer.last, transitions_stored=self.stored)

@@ -1,0 +1,73 @@
+"""What the off-policy Ray driver takes besides the algorithm (:class:`RayOptions`, validated
+on construction) and what it returns (:class:`RayResult`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlkit.core.metrics import RunResult
+from rlkit.distributed.runtime.driver import RunOptions
+from rlkit.train.checkpoint import check_checkpoint_options
+
+
+def _require_count(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}={value!r} must be an int >= 1. Fix: leave it at its "
+                         f"default unless you are measuring something.")
+
+
+@dataclass(frozen=True)
+class RayOptions(RunOptions):
+    """How :func:`train_ray` runs (not what it learns: that is the algorithm's config): the
+    options every driver takes (:class:`~rlkit.distributed.runtime.driver.RunOptions`: ``progress``,
+    ``timeout_s``, ``max_restarts``, ``kill_at``), plus the off-policy pattern's own.
+
+    Attributes:
+        fragment_steps: Env steps per worker call (rounded up to a multiple of
+            ``envs_per_worker``).
+        envs_per_worker: Environments each worker steps in lockstep.
+        publish_every: Learner updates between weight publications.
+        max_learner_lag: Learner calls queued before the driver waits for the learner.
+        learner_gpus: GPUs the learner asks for; ``None``: 1 if the cluster has a GPU, else 0.
+        checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from: As in
+            :func:`rlkit.train.loop.train_single_process` (the same file format, so either
+            driver resumes the other's run).
+    """
+
+    fragment_steps: int = 100
+    envs_per_worker: int = 1
+    publish_every: int = 16
+    max_learner_lag: int = 2
+    learner_gpus: float | None = None
+    checkpoint_dir: str | Path | None = None
+    checkpoint_every: int = 5_000
+    checkpoint_buffer: bool = True
+    resume_from: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("fragment_steps", "envs_per_worker", "publish_every", "max_learner_lag"):
+            _require_count(name, getattr(self, name))
+        check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every, self.resume_from)
+
+
+@dataclass(kw_only=True)
+class RayResult(RunResult):
+    """What :func:`train_ray` returns: :class:`RunResult`, plus the off-policy pattern's own
+    measures (cf. :class:`rlkit.train.loop.TrainResult`).
+
+    Attributes:
+        learner_busy_seconds: Time the learner spent inside ``add_and_train``.
+        device: Where the learner ran, e.g. ``"cpu"`` or ``"cuda: NVIDIA H100 ..."``.
+        evaluator_restarts: Evaluator restarts after a failure.
+        checkpoint: The last checkpoint written.
+        transitions_stored: In the learner's replay buffer at the end (capacity-capped).
+    """
+
+    learner_busy_seconds: float = 0.0
+    device: str = "cpu"
+    evaluator_restarts: int = 0
+    checkpoint: Path | None = None
+    transitions_stored: int = 0

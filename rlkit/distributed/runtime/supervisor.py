@@ -1,0 +1,192 @@
+"""Keeping a run's actors alive and accountable: start, restart, wait with timeouts, kill.
+
+A driver names each actor by its role (``"learner"``, ``"evaluator"``, ``"worker 0"``)
+and starts it through a :class:`Supervisor`. From then on, every wait has a timeout, every
+failure comes back as an error that names the role and the fix, a role that dies can be
+restarted (each at most ``max_restarts`` times, each restart logged in the history), and when
+the ``with`` block ends, normally or not, every actor the run started is killed. Fault
+injection for demos and tests (kill a role at a given env step) lives here too, so the driver's
+loop only says "a step happened".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlkit.core.metrics import History
+
+if TYPE_CHECKING:  # Ray itself is imported only where it is used
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
+
+#: The least time the driver waits for its actors to start (processes, torch imports).
+STARTUP_TIMEOUT_S = 120.0
+
+
+class LearnerFailedError(RuntimeError):
+    """The learner actor died or stopped; the message names the last checkpoint to resume."""
+
+
+def describe_error(error: BaseException) -> str:
+    """``"Type: message"`` of the original exception behind a Ray error, on one line."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        error = cause
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[-1][:200] if lines else ''}"
+
+
+class Supervisor:
+    """Starts a run's actors, restarts the ones that fail, and kills them all at the end.
+
+    Args:
+        timeout_s: Longest wait for any actor before raising ``TimeoutError`` naming it.
+        max_restarts: Restarts allowed per role before the run gives up.
+        history: Where restart events are logged.
+        last_checkpoint: Called for the newest checkpoint path, named in a learner failure.
+    """
+
+    def __init__(self, timeout_s: float, max_restarts: int, history: History,
+                 last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
+        self.timeout_s = timeout_s
+        self.max_restarts = max_restarts
+        self.history = history
+        self.last_checkpoint = last_checkpoint
+        self.handles: dict[str, ActorHandle] = {}
+        self.factories: dict[str, Callable[[int], ActorHandle]] = {}
+        self.restarts: dict[str, int] = {}
+        self.started: list[ActorHandle] = []  # everything ever started, killed at the end
+        self.kill_at: dict[str, int] = {}  # role -> env step at which to kill it (fault demo)
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import ray
+
+        for handle in self.started:
+            ray.kill(handle, no_restart=True)
+
+    def __getitem__(self, role: str) -> ActorHandle:
+        return self.handles[role]
+
+    def start(self, role: str, make: Callable[[int], ActorHandle]) -> ActorHandle:
+        """Start ``make(restart=0)`` as ``role``; ``make`` is kept to restart it later."""
+        self.factories[role], self.restarts[role] = make, 0
+        return self._launch(role)
+
+    def _launch(self, role: str) -> ActorHandle:
+        handle = self.factories[role](self.restarts[role])
+        self.handles[role] = handle
+        self.started.append(handle)
+        return handle
+
+    def restart(self, role: str, error: BaseException, env_steps: int) -> ActorHandle:
+        """Replace a failed actor (with its next random stream) and log why.
+
+        Raises:
+            RuntimeError: if ``role`` has already been restarted ``max_restarts`` times.
+        """
+        import ray
+
+        ray.kill(self.handles[role], no_restart=True)
+        self.restarts[role] += 1
+        n = self.restarts[role]
+        if n > self.max_restarts:
+            raise RuntimeError(f"{role} failed {n} times; the last error: "
+                               f"{describe_error(error)}. Fix: the same failure keeps coming "
+                               f"back: run the environment or evaluation alone "
+                               f"(rlkit.envs.make.make_env, "
+                               f"rlkit.envs.evaluation.evaluate_policy) to debug it, or raise "
+                               f"max_restarts.") from error
+        self.history.events.append(f"step {env_steps}: {role} failed "
+                                   f"({describe_error(error)}); restarted (restart {n})")
+        return self._launch(role)
+
+    def restart_count(self, prefix: str) -> int:
+        """Restarts of every role whose name starts with ``prefix``."""
+        return sum(n for role, n in self.restarts.items() if role.startswith(prefix))
+
+    def get(self, ref: ObjectRef, role: str, doing: str, timeout: float | None = None) -> Any:
+        """``ray.get`` with a timeout; a failure becomes an error naming ``role``.
+
+        Raises:
+            TimeoutError: if ``role`` did not answer in time.
+            FloatingPointError: if the role raised one (a non-finite loss), with its message.
+            LearnerFailedError: if the learner died or raised, naming the last checkpoint.
+            ray.exceptions.RayError: any other role's failure, for the caller to restart it.
+        """
+        import ray
+        from ray.exceptions import GetTimeoutError, RayError
+
+        try:
+            return ray.get(ref, timeout=timeout or self.timeout_s)
+        except GetTimeoutError as error:
+            raise TimeoutError(f"the {role} did not answer within timeout_s={self.timeout_s} s "
+                               f"while {doing}. Fix: check its log, or raise timeout_s if it "
+                               f"is that slow.") from error
+        except RayError as error:
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, FloatingPointError):
+                raise FloatingPointError(f"the {role} stopped while {doing}: {cause} (last "
+                                         f"checkpoint: {self.last_checkpoint()})") from error
+            if role == "learner":
+                raise self.learner_failed(error, doing) from error
+            raise
+
+    def learner_failed(self, error: BaseException, doing: str) -> LearnerFailedError:
+        last = self.last_checkpoint()
+        where = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
+                 f"with resume_from={str(last)!r}" if last is not None else
+                 "no checkpoint was written (pass checkpoint_dir=... to keep one)")
+        return LearnerFailedError(f"the learner actor failed while {doing} "
+                                  f"({describe_error(error)}); {where}.")
+
+    def alive(self, role: str) -> bool:
+        """Whether ``role`` answers a trivial call (``ping``) within the timeout."""
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            ray.get(self.handles[role].ping.remote(), timeout=self.timeout_s)
+            return True
+        except RayError:
+            return False
+
+    def wait_one(self, refs: list[ObjectRef],
+                 waiting_for: Callable[[], tuple[str, str]]) -> ObjectRef:
+        """The first of ``refs`` to be ready. If none is within the timeout (an environment
+        that hangs surfaces here), ``TimeoutError`` names ``who, detail = waiting_for()``."""
+        import ray
+
+        ready, _ = ray.wait(refs, num_returns=1, timeout=self.timeout_s)
+        if not ready:
+            who, detail = waiting_for()
+            raise TimeoutError(f"{who} did not answer within timeout_s={self.timeout_s} s "
+                               f"({detail}). Fix: check the actors' logs (an environment may "
+                               f"hang), or raise timeout_s.")
+        return ready[0]
+
+    def wait_started(self, roles: list[str], timeout: float) -> None:
+        """Wait until every role answers ``ping`` (processes up, imports done)."""
+        import ray
+        from ray.exceptions import GetTimeoutError
+
+        try:
+            ray.get([self.handles[r].ping.remote() for r in roles], timeout=timeout)
+        except GetTimeoutError as error:
+            raise TimeoutError(f"{', '.join(roles)} did not start within {timeout} s. Fix: "
+                               f"check that the cluster has room for them (ray status) and "
+                               f"the actors' logs.") from error
+
+    def inject_faults(self, env_steps: int) -> None:
+        """Kill each role scheduled in ``kill_at`` once ``env_steps`` reaches its step (for
+        demos and tests of recovery; the run then meets the failure as a real one)."""
+        import ray
+
+        for role, at in list(self.kill_at.items()):
+            if env_steps >= at:
+                del self.kill_at[role]
+                ray.kill(self.handles[role], no_restart=True)

@@ -1,0 +1,47 @@
+"""Greedy / deterministic evaluation of a policy on fresh episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rlkit.core.types import BatchPolicy
+from rlkit.envs.make import make_env
+
+
+def evaluate_policy(policy: BatchPolicy, env_id: str, episodes: int, seed: int) -> np.ndarray:
+    """Run ``episodes`` full episodes in lockstep and return their undiscounted returns.
+
+    All episodes step together so that the policy sees one batch per time step (one forward
+    pass for all of them) instead of one per episode and step.
+
+    Args:
+        policy: Maps observations ``(N, obs_dim)`` float32 to actions ``(N,)`` or
+            ``(N, act_dim)``, with no exploration (greedy or deterministic).
+        env_id: Gymnasium id.
+        episodes: Number of episodes ``N``; episode ``i`` starts from ``reset(seed=seed + i)``.
+        seed: First episode's seed.
+
+    Returns:
+        ``(N,)`` float64 returns.
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes={episodes} must be >= 1.")
+    envs = [make_env(env_id, seed + i) for i in range(episodes)]
+    try:
+        obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
+        obs = obs.astype(np.float32)
+        returns = np.zeros(episodes)
+        running = np.ones(episodes, dtype=bool)
+        while running.any():
+            live = np.flatnonzero(running)
+            actions = policy(obs[live])
+            for j, i in enumerate(live):
+                next_obs, reward, terminated, truncated, _ = envs[i].step(actions[j])
+                returns[i] += float(reward)
+                obs[i] = next_obs
+                if terminated or truncated:
+                    running[i] = False
+        return returns
+    finally:
+        for env in envs:
+            env.close()

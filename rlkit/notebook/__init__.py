@@ -1,0 +1,2 @@
+"""What the notebooks show: source listings, plots, the progress bar, rendered episodes,
+exercise checks."""

@@ -1,0 +1,1 @@
+"""Replay: uniform and prioritized buffers, the sum tree, n-step windows."""

@@ -1,0 +1,145 @@
+"""N-step transitions, built in the rollout worker from its fragments.
+
+A 1-step target ``r_t + gamma * max_a Q(s_{t+1}, a)`` passes a reward back one step per update.
+An n-step target passes it back ``n`` steps at once:
+
+    G_t = r_t + gamma r_{t+1} + ... + gamma^{k-1} r_{t+k-1} + gamma^k (1 - term) max_a Q(s_{t+k}, a)
+
+with ``k = n``, unless the episode ended at step ``t + j`` inside the window, in which case
+``k = j + 1`` and
+
+* a **termination** sets ``term = 1``: the state after it has no future, nothing to bootstrap;
+* a **truncation** (time limit) keeps ``term = 0`` and bootstraps from the real final
+  observation the env returned, ``s_{t+k}``, not from the next episode's first state.
+
+The factor ``gamma ** k`` travels with each transition (``NStepBatch.discounts``), so the
+learner needs no ``n``. The target is off-policy only approximately: the ``k - 1`` actions after
+the first were chosen by the behaviour policy. Ape-X accepts this bias for faster credit
+assignment (and so do we: notebook 04's ablation compares n = 1 and n = 3).
+
+Windows may cross the end of a fragment: the builder keeps the last ``n - 1`` steps of each env
+and finishes their windows with the next fragment, so no transition is cut short at a fragment
+boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rlkit.core.types import Batch, NStepBatch
+
+
+class NStepBuilder:
+    """Turns consecutive fragments of ``N`` envs into n-step transitions, env by env.
+
+    Args:
+        n: Steps per window (>= 1; 1 gives plain transitions with ``discounts = gamma``).
+        gamma: Discount in ``(0, 1]``.
+        num_envs: ``N``, the envs stepped together.
+    """
+
+    def __init__(self, n: int, gamma: float, num_envs: int) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"n_step={n!r} must be an int >= 1 (1 = one-step targets). "
+                             "Fix: use n_step=3, the Ape-X value.")
+        if not 0 < gamma <= 1:
+            raise ValueError(f"gamma={gamma!r} must be in (0, 1]. Fix: use gamma=0.99.")
+        self.n, self.gamma, self.num_envs = n, float(gamma), num_envs
+        # per env: its last n-1 steps, their end flags, and whether their windows are unsent
+        self._tails: list[tuple[Batch, np.ndarray, np.ndarray] | None] = [None] * num_envs
+
+    def add(self, batch: Batch, ends: np.ndarray,
+            env_ids: np.ndarray | None = None) -> NStepBatch:
+        """Add the next steps of the envs; return every window that is now complete.
+
+        Args:
+            batch: ``M`` transitions (``rlkit.envs.runner.Fragment.batch``); the rows of one env
+                are its consecutive steps.
+            ends: ``(M,)`` bool, True where the episode ended (terminated or truncated).
+            env_ids: ``(M,)`` the env of each row (``Fragment.batch_env_ids``); ``None``: time-major
+                rows of all ``N`` envs (rows ``t*N .. t*N + N-1`` are step ``t``).
+
+        Returns:
+            The n-step transitions whose window is complete: ``n`` steps long, or cut by an
+            episode end, grouped by env. Windows still open (the last ``n - 1`` steps of an
+            unfinished episode) are returned by a later call.
+        """
+        n_env = self.num_envs
+        if env_ids is None:
+            if len(batch) % n_env:
+                raise ValueError(f"a fragment of {len(batch)} rows does not hold whole steps "
+                                 f"of {n_env} envs. Fix: pass env_ids.")
+            env_ids = np.tile(np.arange(n_env), len(batch) // n_env)
+        env_ids = np.asarray(env_ids)
+        if len(ends) != len(batch) or len(env_ids) != len(batch):
+            raise ValueError(f"a fragment of {len(batch)} rows came with {len(ends)} end flags "
+                             f"and {len(env_ids)} env ids. Fix: pass one of each per row.")
+        if len(env_ids) and not 0 <= env_ids.min() <= env_ids.max() < n_env:
+            raise ValueError(f"env_ids must lie in [0, {n_env}). Fix: build the builder with "
+                             "the runner's num_envs.")
+        ends = np.asarray(ends, dtype=bool)
+        outputs = [self._add_env(j, Batch(*(np.asarray(a)[env_ids == j] for a in batch)),
+                                 ends[env_ids == j]) for j in range(n_env)]
+        return NStepBatch(*(np.concatenate(column) for column in zip(*outputs)))
+
+    def _add_env(self, j: int, steps: Batch, ends: np.ndarray) -> NStepBatch:
+        """Env ``j``'s next ``L`` steps (as ``(L, 1)`` columns) after its kept tail."""
+        steps = Batch(*(a.reshape(len(ends), 1, *a.shape[1:]) for a in steps))
+        ends = ends.reshape(-1, 1)
+        fresh = np.ones(ends.shape, dtype=bool)
+        if self._tails[j] is not None:
+            tail, tail_ends, pending = self._tails[j]
+            steps = Batch(*(np.concatenate([old, new]) for old, new in zip(tail, steps)))
+            ends = np.concatenate([tail_ends, ends])
+            fresh = np.concatenate([pending, fresh])
+        out, complete = self._windows(steps, ends)
+        emit = (fresh & complete)[:, 0]
+        keep = min(self.n - 1, len(ends))
+        cut = len(ends) - keep
+        self._tails[j] = (Batch(*(a[cut:] for a in steps)), ends[cut:],
+                          (fresh & ~complete)[cut:])
+        return NStepBatch(*(a[:, 0][emit] for a in out))
+
+    def _windows(self, steps: Batch, ends: np.ndarray) -> tuple[NStepBatch, np.ndarray]:
+        """The window starting at every step ``(L, N)`` and whether it is complete."""
+        length = len(ends)
+        rewards = np.zeros(ends.shape, dtype=np.float64)
+        next_obs = steps.next_obs.copy()
+        terms = np.zeros(ends.shape, dtype=np.float32)
+        taken = np.zeros(ends.shape, dtype=np.int64)  # k: steps inside each window
+        open_ = np.ones(ends.shape, dtype=bool)  # window still running at step j
+        cut = np.zeros(ends.shape, dtype=bool)  # window ended by an episode end
+        for j in range(self.n):
+            rows = np.arange(length) + j
+            inside = rows < length
+            rows = np.minimum(rows, length - 1)
+            use = open_ & inside[:, None]
+            rewards += np.where(use, self.gamma**j * steps.rewards[rows], 0.0)
+            next_obs = np.where(use[..., None], steps.next_obs[rows], next_obs)
+            terms = np.where(use, steps.terminations[rows], terms)
+            taken = np.where(use, j + 1, taken)
+            cut |= use & ends[rows]
+            open_ = use & ~ends[rows]
+        complete = (taken == self.n) | cut
+        discounts = (self.gamma ** taken).astype(np.float32)
+        out = NStepBatch(steps.obs, steps.actions, rewards.astype(np.float32), next_obs, terms,
+                         discounts)
+        return out, complete
+
+
+def fragment_transitions(config: Any, num_envs: int) -> Callable[[Any], Batch | NStepBatch]:
+    """What a rollout stores from each fragment, given a config's ``n_step`` (1 if it has none).
+
+    Returns a function of a :class:`rlkit.envs.runner.Fragment`: the fragment's own one-step
+    ``Batch`` when ``n_step == 1``, otherwise the n-step transitions completed so far by an
+    :class:`NStepBuilder` that the function keeps (so call it with consecutive fragments of
+    the same ``num_envs`` environments).
+    """
+    n_step = getattr(config, "n_step", 1)
+    if n_step == 1:
+        return lambda fragment: fragment.batch
+    builder = NStepBuilder(n_step, config.gamma, num_envs)
+    return lambda fragment: builder.add(fragment.batch, fragment.batch_ends, fragment.batch_env_ids)
