@@ -7,7 +7,11 @@ Seconds count from the moment all actors are up; their start-up is recorded sepa
 ``startup_seconds``. A3C runs are not bit-reproducible (gradient arrival order depends on
 scheduling); A2C runs are.
 
-    python -m benchmarks.a3c [--seeds 0,1,2] [--workers 2]
+Throughput, as for IMPALA: the rollout ceiling is one worker's loop (8 envs on the native vector
+env, the policy sampling actions, no Ray, no gradients) in this process; the consumption is
+the env steps per second of an A3C run with a fixed budget and no evaluation.
+
+    python -m benchmarks.a3c [--seeds 0,1,2] [--workers 2] [--throughput-steps 100000]
 """
 
 from __future__ import annotations
@@ -21,10 +25,33 @@ import numpy as np
 from benchmarks.common import write_result
 
 
+def rollout_ceiling(config: object, seconds: float) -> float:
+    """Env steps per second of one gradient worker's collect loop in this process."""
+    import time
+
+    import torch
+
+    from rlkit.distributed.a3c.roles import GradientWorker
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        worker = GradientWorker(config, 0)
+        worker.collect()  # warm-up
+        steps, begin = 0, time.perf_counter()
+        while time.perf_counter() - begin < seconds:
+            steps += worker.collect().num_steps
+        return steps / (time.perf_counter() - begin)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--throughput-steps", type=int, default=100_000)
+    parser.add_argument("--ceiling-seconds", type=float, default=3.0)
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
 
@@ -54,6 +81,13 @@ def main() -> None:
                     "staleness_mean": float(np.mean(r.staleness)),
                     "skipped_updates": r.skipped_updates}
                 print(key, seed, runs[key][str(seed)], flush=True)
+        flat = train_a3c_ray(A2CConfig(), num_workers=args.workers, evaluate=False,
+                             max_steps=args.throughput_steps)
+        throughput = {"ceiling_steps_per_second": rollout_ceiling(A2CConfig(),
+                                                                  args.ceiling_seconds),
+                      "a3c_consumption_steps_per_second": flat.env_steps / flat.wall_seconds,
+                      "throughput_steps": flat.env_steps}
+        print(throughput, flush=True)
     finally:
         ray.shutdown()
     summary = {}
@@ -67,8 +101,8 @@ def main() -> None:
                         "median_steps_to_solve": statistics.median(steps),
                         "range_steps_to_solve": [min(steps), max(steps)],
                         "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
-    print(json.dumps(summary, indent=1))
-    write_result("a3c", {"summary": summary, "runs": runs,
+    print(json.dumps({**summary, "throughput": throughput}, indent=1))
+    write_result("a3c", {"summary": summary, "throughput": throughput, "runs": runs,
                          "config": config_dict(A2CConfig()), "workers": args.workers})
 
 

@@ -232,6 +232,11 @@ def render(results: Path, timing: dict) -> str:
                     f"steps/s against a single-process rollout ceiling of "
                     f"{r['ceiling_steps_per_second']:,.0f} ({r['efficiency_vs_ceiling']:.2f}x), "
                     f"mean policy lag {r['throughput_policy_lag_mean']:.2f} updates."]
+        if a3c and "throughput" in a3c:
+            t = a3c["throughput"]
+            out += ["", f"A3C ({a3c['workers']} workers, no evaluation) consumed "
+                    f"{t['a3c_consumption_steps_per_second']:,.0f} env steps/s; one gradient "
+                    f"worker's rollout loop alone runs at {t['ceiling_steps_per_second']:,.0f}."]
         out.append("")
     if learner:
         out += ["**`make bench` learner alone** (updates/s):", "", "| learner | device | updates/s |",

@@ -94,11 +94,10 @@ def test_value_term_is_weighted_mse():
     assert loss.item() == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize("field, value, fix", [("n_steps", 0, "n_steps to an int >= 1"),
-                                               ("entropy_coef", -0.01, "entropy_coef=0.01"),
-                                               ("gamma", 1.0, "discount"),
-                                               ("lr", float("nan"), "lr=1e-3"),
-                                               ("num_envs", 2.5, "num_envs")])
+@pytest.mark.parametrize("field, value, fix", [
+    ("n_steps", 0, "n_steps to an int >= 1"), ("entropy_coef", -0.01, "entropy_coef=0.01"),
+    ("gamma", 1.0, "discount"), ("learning_rate", float("nan"), "learning_rate=1e-3"),
+    ("envs_per_worker", 2.5, "envs_per_worker")])
 def test_config_rejects_bad_values_naming_the_field(field, value, fix):
     with pytest.raises(ValueError, match=field) as info:
         A2CConfig(**{field: value})

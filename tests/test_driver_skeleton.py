@@ -54,7 +54,7 @@ def _drivers():
                                                                          num_shards=1)), **o),
         "a3c": lambda **o: train_a3c_ray(A2CConfig(), num_workers=1, **o),
         "a2c": lambda **o: train_a2c_ray(A2CConfig(), num_workers=1, **o),
-        "impala": lambda **o: train_impala_ray(IMPALAConfig(num_actors=1), **o),
+        "impala": lambda **o: train_impala_ray(IMPALAConfig(num_workers=1), **o),
     }
 
 

@@ -14,7 +14,7 @@ from rlkit.testing import faulty_envs
 
 from conftest import actor_processes
 
-SMALL = A2CConfig(num_envs=2, n_steps=20, hidden=(16, 16))  # 40 env steps per gradient
+SMALL = A2CConfig(envs_per_worker=2, n_steps=20, hidden=(16, 16))  # 40 env steps per gradient
 
 
 def message(version, gradient, worker=0):

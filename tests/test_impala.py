@@ -13,7 +13,7 @@ from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, Trajector
 from rlkit.envs.runner import EnvRunner, check_fragment
 from rlkit.train.impala import train_impala
 
-SMALL = IMPALAConfig(num_actors=2, envs_per_actor=2, unroll_length=5, batch_fragments=2,
+SMALL = IMPALAConfig(num_workers=2, envs_per_worker=2, unroll_length=5, batch_fragments=2,
                      queue_size=2, hidden=(16,))
 
 
@@ -21,8 +21,8 @@ SMALL = IMPALAConfig(num_actors=2, envs_per_actor=2, unroll_length=5, batch_frag
     (dict(rho_bar=0.5, c_bar=1.0), r"rho_bar=0.5 is below c_bar=1.0.*Fix: raise rho_bar"),
     (dict(unroll_length=0), r"unroll_length=0 must be an int >= 1.*Fix"),
     (dict(queue_size=2, batch_fragments=4), r"queue_size=2 is below batch_fragments=4.*Fix"),
-    (dict(synchronous=True, num_actors=3, batch_fragments=4, queue_size=8),
-     r"batch_fragments=4 is not a multiple of num_actors=3.*Fix"),
+    (dict(synchronous=True, num_workers=3, batch_fragments=4, queue_size=8),
+     r"batch_fragments=4 is not a multiple of num_workers=3.*Fix"),
     (dict(gamma=1.0), r"gamma=1.0 must be in \[0, 1\).*Fix"),
     (dict(hidden=()), r"hidden=\(\) must be a non-empty tuple"),
 ])
@@ -72,7 +72,7 @@ def test_actor_and_learner_in_process_measure_lag():
     assert actor.run(max_fragments=2) == 2  # acts with version 0
     out = learner.train(1)
     assert out.lags == [0, 0] and out.updates == 1
-    assert out.env_steps == 2 * SMALL.unroll_length * SMALL.envs_per_actor
+    assert out.env_steps == 2 * SMALL.unroll_length * SMALL.envs_per_worker
     assert queue.version == 1
     # the actor learns of version 1 from its next put's reply, after shipping with version 0
     actor.run(max_fragments=2)
@@ -143,7 +143,7 @@ def test_learner_rejects_a_non_finite_loss():
 
 # ---------------------------------------------------------------- under Ray
 
-RAY_CONFIG = IMPALAConfig(envs_per_actor=4, unroll_length=16, batch_fragments=4, queue_size=4,
+RAY_CONFIG = IMPALAConfig(envs_per_worker=4, unroll_length=16, batch_fragments=4, queue_size=4,
                           hidden=(32, 32), total_steps=30_000, eval_every=15_000,
                           eval_episodes=2, target_return=None)
 

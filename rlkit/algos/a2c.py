@@ -30,16 +30,16 @@ from rlkit.envs.runner import Fragment
 class A2CConfig:
     """Settings of an A2C / A3C run on a discrete-action environment.
 
-    One gradient is computed from a fragment of ``n_steps`` steps of each of ``num_envs``
-    environments (``n_steps * num_envs`` env steps per gradient and per worker).
+    One gradient is computed from a fragment of ``n_steps`` steps of each of ``envs_per_worker``
+    environments (``n_steps * envs_per_worker`` env steps per gradient and per worker).
     """
 
     env_id: str = "CartPole-v1"
     seed: int = 0
-    num_envs: int = 8  # environments per worker, stepped in lockstep
+    envs_per_worker: int = 8  # environments per worker, stepped in lockstep
     n_steps: int = 16  # fragment length T: the n of the n-step return
     gamma: float = 0.99
-    lr: float = 1e-3  # Adam
+    learning_rate: float = 1e-3  # Adam
     entropy_coef: float = 0.01
     value_coef: float = 0.5
     max_grad_norm: float = 0.5
@@ -54,9 +54,9 @@ class A2CConfig:
     def __post_init__(self) -> None:
         check_env_id(self.env_id)
         require_ints(self, ("seed",), minimum=0)
-        require_ints(self, ("num_envs", "n_steps", "total_steps", "eval_every", "eval_episodes",
-                            "torch_threads"), minimum=1)
-        require_positive_finite(self, ("lr",), "1e-3")
+        require_ints(self, ("envs_per_worker", "n_steps", "total_steps", "eval_every",
+                            "eval_episodes", "torch_threads"), minimum=1)
+        require_positive_finite(self, ("learning_rate",), "1e-3")
         require_positive_finite(self, ("max_grad_norm",), "0.5")
         require_hidden(self)
         if not 0 <= self.gamma < 1:
@@ -69,8 +69,8 @@ class A2CConfig:
 
     @property
     def steps_per_gradient(self) -> int:
-        """Env steps behind one gradient: ``n_steps * num_envs``."""
-        return self.n_steps * self.num_envs
+        """Env steps behind one gradient: ``n_steps * envs_per_worker``."""
+        return self.n_steps * self.envs_per_worker
 
 
 class ActorCritic(nn.Module):
@@ -215,7 +215,7 @@ class A2CLearner:
     def __init__(self, obs_dim: int, n_actions: int, config: A2CConfig) -> None:
         self.config = config
         self.net = ActorCritic(obs_dim, n_actions, config.hidden)
-        self.optimizer = make_adam(self.net.parameters(), config.lr)
+        self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
         self.last_metrics: dict[str, float] = {}
 

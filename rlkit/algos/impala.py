@@ -34,8 +34,8 @@ class IMPALAConfig:
 
     env_id: str = "CartPole-v1"
     seed: int = 0
-    num_actors: int = 2
-    envs_per_actor: int = 16  # N: envs each actor steps in lockstep
+    num_workers: int = 2
+    envs_per_worker: int = 16  # N: envs each actor steps in lockstep
     unroll_length: int = 32  # T: steps per env in one trajectory fragment
     batch_fragments: int = 8  # B: fragments per learner update
     queue_size: int = 16  # fragments the queue holds before actors must wait
@@ -56,7 +56,7 @@ class IMPALAConfig:
 
     def __post_init__(self) -> None:
         check_env_id(self.env_id)
-        require_ints(self, ("num_actors", "envs_per_actor", "unroll_length", "batch_fragments",
+        require_ints(self, ("num_workers", "envs_per_worker", "unroll_length", "batch_fragments",
                             "queue_size", "total_steps", "eval_every", "eval_episodes"), 1)
         require_ints(self, ("seed",), 0)
         require_positive_finite(self, ("learning_rate",), "1e-3")
@@ -77,14 +77,14 @@ class IMPALAConfig:
             fail("queue_size", self.queue_size, f"is below batch_fragments="
                  f"{self.batch_fragments}, so the learner could never fill a batch",
                  "make queue_size >= batch_fragments")
-        if self.synchronous and self.batch_fragments % self.num_actors:
-            fail("batch_fragments", self.batch_fragments, f"is not a multiple of num_actors="
-                 f"{self.num_actors}, which a synchronous run needs (each actor sends the same "
-                 "number of fragments per version)", "use e.g. batch_fragments=2 * num_actors")
+        if self.synchronous and self.batch_fragments % self.num_workers:
+            fail("batch_fragments", self.batch_fragments, f"is not a multiple of num_workers="
+                 f"{self.num_workers}, which a synchronous run needs (each actor sends the same "
+                 "number of fragments per version)", "use e.g. batch_fragments=2 * num_workers")
 
     @property
     def steps_per_fragment(self) -> int:
-        return self.unroll_length * self.envs_per_actor
+        return self.unroll_length * self.envs_per_worker
 
 
 def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:

@@ -1,7 +1,7 @@
 """IMPALA in one process, with a *simulated* policy lag: reproducible, and the reference the Ray
 version (:func:`rlkit.distributed.impala.driver.train_impala_ray`) is checked against.
 
-Each update collects ``batch_fragments`` trajectories, round-robin from ``num_actors`` runners
+Each update collects ``batch_fragments`` trajectories, round-robin from ``num_workers`` runners
 (seeded as the Ray actors are), acting with the weights of ``policy_lag`` updates ago, then
 takes one V-trace step. ``policy_lag=0`` is synchronous, on-policy training.
 """
@@ -65,13 +65,13 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
     """Train IMPALA in this process; bit-reproducible for a given config and ``policy_lag``.
 
     Args:
-        config: The run's settings (``num_actors`` runners, each ``envs_per_actor`` envs).
+        config: The run's settings (``num_workers`` runners, each ``envs_per_worker`` envs).
         policy_lag: Act with the weights of this many updates ago (0: on-policy).
         progress: Show a progress bar.
     """
     torch.set_num_threads(1)
     runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), "discrete", "IMPALA",
-                         config.envs_per_actor) for i in range(config.num_actors)]
+                         config.envs_per_worker) for i in range(config.num_workers)]
     obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
     learner = VTraceLearner(obs_dim, n_actions, config)
     acting = ActorCritic(obs_dim, n_actions, config.hidden)

@@ -84,7 +84,7 @@ def train_a3c_ray(config: A2CConfig, num_workers: int = 2,
     the new weights and goes on; no worker waits for another.
 
     Args:
-        config: Run settings (``num_envs * n_steps`` rows per gradient).
+        config: Run settings (``envs_per_worker * n_steps`` rows per gradient).
         num_workers: Gradient workers.
         worker_env_ids: Optional env id per worker (``None``: ``config.env_id``).
         max_steps: Stop after this many env steps (default ``config.total_steps``).

@@ -43,7 +43,7 @@ class GradientMessage(NamedTuple):
 
 
 class GradientWorker:
-    """Steps ``num_envs`` environments in lockstep and turns each fragment into a gradient.
+    """Steps ``envs_per_worker`` environments in lockstep and turns each fragment into a gradient.
 
     Args:
         config: Run settings.
@@ -58,7 +58,8 @@ class GradientWorker:
         torch.set_num_threads(config.torch_threads)
         self.config, self.index = config, worker_index
         seed = worker_seed(config.seed, worker_index, restart)
-        self.runner = EnvRunner(env_id or config.env_id, seed, "discrete", "A2C", config.num_envs)
+        self.runner = EnvRunner(env_id or config.env_id, seed, "discrete", "A2C",
+                                config.envs_per_worker)
         self.learner = A2CLearner(self.runner.obs_dim, self.runner.action_dim, config)
         self.policy = sampling_policy(self.learner.net, np.random.default_rng(seed))
 

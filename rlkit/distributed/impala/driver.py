@@ -4,7 +4,7 @@ against.
 The driver (:class:`ImpalaRun`, on the shared loop of
 :class:`~rlkit.distributed.runtime.driver.DriverRun`) starts a
 :class:`~rlkit.distributed.impala.roles.TrajectoryQueue`, an
-:class:`~rlkit.distributed.impala.roles.ImpalaLearner` and ``num_actors`` workers
+:class:`~rlkit.distributed.impala.roles.ImpalaLearner` and ``num_workers`` workers
 (:class:`~rlkit.distributed.impala.roles.ImpalaActor`). The workers run on their own (``run()``
 returns only when the queue closes); the driver keeps two learner calls in flight, logs what
 they report, evaluates the greedy policy every ``eval_every`` env steps, restarts a worker that
@@ -34,7 +34,7 @@ UPDATES_PER_CALL = 4  # learner updates per remote call; two calls are kept in f
 
 
 def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
-    """Train IMPALA with ``config.num_actors`` workers, a bounded queue and a learner actor.
+    """Train IMPALA with ``config.num_workers`` workers, a bounded queue and a learner actor.
 
     Stops at the first greedy evaluation reaching ``config.target_return`` or once the learner
     has consumed ``config.total_steps`` env steps. Call :func:`init_ray` first.
@@ -67,7 +67,7 @@ class ImpalaRun(DriverRun):
 
     def role_names(self) -> list[str]:
         return ["trajectory queue", "learner"] + [f"worker {i}"
-                                                  for i in range(self.config.num_actors)]
+                                                  for i in range(self.config.num_workers)]
 
     def start_roles(self) -> None:
         """The queue, the learner and the workers, sized to the cluster (fractions of a CPU
@@ -75,19 +75,19 @@ class ImpalaRun(DriverRun):
         import ray
 
         sup, config, timeout = self.supervisor, self.config, self.role_timeout
-        plan = plan_resources(config.num_actors, require_ray()["CPU"])
+        plan = plan_resources(config.num_workers, require_ray()["CPU"])
         queue = sup.start("trajectory queue", lambda r: ray.remote(TrajectoryQueue).options(
-            num_cpus=0, max_concurrency=2 * config.num_actors + 4).remote(config.queue_size))
+            num_cpus=0, max_concurrency=2 * config.num_workers + 4).remote(config.queue_size))
         sup.start("learner", lambda r: ray.remote(ImpalaLearner).options(
             num_cpus=plan.learner_cpus).remote(config, self.obs_dim, self.n_actions, queue,
                                                timeout))
-        for i in range(config.num_actors):
+        for i in range(config.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
                 num_cpus=plan.worker_cpus).remote(config, i, queue, r, timeout))
         sup.wait_started(list(sup.handles), max(STARTUP_TIMEOUT_S, self.options.timeout_s))
 
     def train(self) -> None:
-        for i in range(self.config.num_actors):
+        for i in range(self.config.num_workers):
             self.launch_worker(i)
         for _ in range(2):
             self.ask_learner()
@@ -169,7 +169,7 @@ class ImpalaRun(DriverRun):
 
 
 def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
-    """Env steps per second of one actor's loop (``envs_per_actor`` envs, the same policy
+    """Env steps per second of one actor's loop (``envs_per_worker`` envs, the same policy
     network sampling actions) in this process, no Ray, no learning: the rate one core can
     produce, which the learner's consumption is compared with."""
     import torch
@@ -178,7 +178,7 @@ def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
     torch.set_num_threads(1)
     try:
         runner = EnvRunner(config.env_id, worker_seed(config.seed, 0), "discrete", "IMPALA",
-                           config.envs_per_actor)
+                           config.envs_per_worker)
         net = ActorCritic(runner.obs_dim, runner.action_dim, config.hidden)
         policy = sampling_policy(net, np.random.default_rng(config.seed))
         runner.run(config.unroll_length, policy, fixed_length=True)  # warm-up

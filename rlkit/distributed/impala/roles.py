@@ -176,7 +176,7 @@ class TrajectoryQueue:
 
 
 class ImpalaActor:
-    """Steps ``config.envs_per_actor`` envs with its copy of the policy; ships trajectories.
+    """Steps ``config.envs_per_worker`` envs with its copy of the policy; ships trajectories.
 
     Args:
         config: The run's settings.
@@ -192,7 +192,7 @@ class ImpalaActor:
         seed = worker_seed(config.seed, index, restart)
         self.config, self.index, self.queue = config, index, queue
         self.timeout_s = timeout_s
-        self.runner = EnvRunner(config.env_id, seed, "discrete", "IMPALA", config.envs_per_actor)
+        self.runner = EnvRunner(config.env_id, seed, "discrete", "IMPALA", config.envs_per_worker)
         self.net = ActorCritic(self.runner.obs_dim, self.runner.action_dim, config.hidden)
         self.policy = sampling_policy(self.net, np.random.default_rng(seed))
         self.version = -1
@@ -220,9 +220,9 @@ class ImpalaActor:
     def run(self, max_fragments: int | None = None) -> int:
         """Collect and ship fragments until the queue closes (or ``max_fragments``); returns
         the number shipped. Asynchronous: take new weights between fragments when the queue
-        says there are some. Synchronous: after ``B / num_actors`` fragments, wait for the
+        says there are some. Synchronous: after ``B / num_workers`` fragments, wait for the
         next version, so no fragment is ever acted with stale weights."""
-        per_version = self.config.batch_fragments // self.config.num_actors
+        per_version = self.config.batch_fragments // self.config.num_workers
         if self.version < 0:
             self.load_newer(-1)  # the learner's initial weights, before the first step
         shipped = 0

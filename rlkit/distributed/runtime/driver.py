@@ -172,7 +172,8 @@ class DriverRun:
             handler(ref)
             self.supervisor.inject_faults(self.env_steps)
             self.schedule()
-            self.bar.update(self.env_steps, eval=f"{self.eval_return:.0f}")
+            self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
+                            eval=f"{self.eval_return:.0f}")
 
     def drain(self, role: str) -> None:
         """Wait for every call of ``role`` in flight and run its handler, until none is left
