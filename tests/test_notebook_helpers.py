@@ -19,3 +19,15 @@ def test_resources_text_reads_bytes_as_gib_and_drops_node_entries():
     text = resources_text({"CPU": 2.0, "memory": 3 * 2**30, "object_store_memory": 2**30,
                            "node:10.0.0.5": 1.0, "node:__internal_head__": 1.0})
     assert text == "2 CPUs, 0 GPUs, 3.0 GiB memory, 1.0 GiB object store"
+
+
+def test_results_are_written_at_the_repository_root():
+    """Notebooks save their results to <repo>/results (README reads them there), wherever the
+    module that finds the root sits in the package."""
+    from pathlib import Path
+
+    from rlkit.core import metrics
+
+    root = metrics.repo_root()
+    assert (root / "rlkit" / "__init__.py").exists() and (root / "notebooks").is_dir()
+    assert root == Path(__file__).resolve().parents[1]

@@ -90,7 +90,7 @@ class RunResult:
 
 def repo_root() -> Path:
     """The repository root (the folder holding ``rlkit/``), whatever the working directory."""
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]  # rlkit/core/metrics.py -> the repository
 
 
 def save_results(name: str, results: dict[str, Any]) -> Path:
