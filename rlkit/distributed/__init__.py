@@ -1,2 +1,3 @@
-"""Ray versions of the series' algorithms: the cluster, the roles, their supervisor, and one
-short driver per pattern (off-policy replay in :mod:`rlkit.distributed.off_policy.driver`)."""
+"""Ray versions of the series' algorithms: ``runtime/`` (the cluster, the supervisor, the
+parameter server, the one driver skeleton every pattern fills in) and one package per pattern,
+each ``roles.py`` + ``driver.py``: ``off_policy/``, ``apex/``, ``a3c/``, ``impala/``."""
