@@ -74,3 +74,50 @@ def test_every_driver_takes_the_same_options_and_refuses_before_any_actor(ray_cl
     with pytest.raises(TypeError, match="unexpected keyword argument 'kill_worker_at'"):
         drive(kill_worker_at=5)
     assert wait_until_no_actors(2.0) == []
+
+
+class _Calls:
+    """A stand-in for the supervisor: calls finish in the order they were launched."""
+
+    def __init__(self):
+        self.kill_at = {}
+
+    def wait_one(self, refs, waiting_for):
+        return refs[0]
+
+    def inject_faults(self, env_steps):
+        pass
+
+
+def test_a_solved_run_launches_nothing_more():
+    """The loop, without Ray: every schedule launches a fragment, and an evaluation when none
+    is in flight; the first evaluation solves, and nothing may be launched after it (a run
+    seen once in CI scored a second snapshot after the solving one)."""
+    from rlkit.distributed.runtime.driver import DriverRun
+
+    class Run(DriverRun):
+        def __init__(self):
+            super().__init__(RunOptions(), total_steps=100, name="test")
+            self.supervisor = _Calls()
+            self.evaluations, self.launched = [], 0
+
+        def schedule(self):
+            self.launched += 1
+            self.expect(f"fragment {self.launched}", "worker 0", self.on_fragment)
+            if not any(role == "evaluator" for role, _ in self.pending.values()):
+                self.expect(f"eval {self.launched}", "evaluator", self.on_evaluation)
+
+        def on_fragment(self, ref):
+            self.env_steps += 1
+
+        def on_evaluation(self, ref):
+            self.evaluations.append(ref)
+            self.log_evaluation(self.env_steps, 0.0, 500.0, 0.0, target=475.0)
+
+        def done(self):
+            return self.solved or self.env_steps >= self.total_steps
+
+    run = Run()
+    run.train()
+    assert run.solved and run.evaluations == ["eval 1"]
+    assert list(run.pending) == ["fragment 2"]  # launched before the solve; nothing after

@@ -164,14 +164,17 @@ class DriverRun:
         self.pending[ref] = (role, handler)
 
     def train(self) -> None:
-        """Wait for the next finished call, dispatch it, schedule; until done."""
+        """Wait for the next finished call, dispatch it, schedule; until done. Once a run is
+        solved nothing new is launched (an evaluation due meanwhile would score weights
+        trained past the ones that solved)."""
         self.schedule()
         while self.pending and not self.done():
             ref = self.supervisor.wait_one(list(self.pending), self.waiting_for)
             _, handler = self.pending.pop(ref)
             handler(ref)
             self.supervisor.inject_faults(self.env_steps)
-            self.schedule()
+            if not self.solved:
+                self.schedule()
             self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
                             eval=f"{self.eval_return:.0f}")
 
