@@ -95,8 +95,9 @@ def test_value_term_is_weighted_mse():
 
 
 @pytest.mark.parametrize("field, value, fix", [
-    ("n_steps", 0, "n_steps to an int >= 1"), ("entropy_coef", -0.01, "entropy_coef=0.01"),
-    ("gamma", 1.0, "discount"), ("learning_rate", float("nan"), "learning_rate=1e-3"),
+    ("n_steps", 0, "n_steps=0 must be an int >= 1"), ("entropy_coef", -0.01, "entropy_coef=0.01"),
+    ("gamma", 1.0, "gamma=1.0 must be a finite number in [0, 1)"),
+    ("learning_rate", float("nan"), "use e.g. learning_rate=0.001"),
     ("envs_per_worker", 2.5, "envs_per_worker")])
 def test_config_rejects_bad_values_naming_the_field(field, value, fix):
     with pytest.raises(ValueError, match=field) as info:

@@ -23,10 +23,10 @@ SMALL_DQN = DQNConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_
 
 @pytest.mark.parametrize("field,value,message", [
     ("n_step", 0, "n_step=0 must be an int >= 1"),
-    ("alpha", 1.5, r"alpha=1.5 must be in \[0, 1\]"),
+    ("alpha", 1.5, r"alpha=1.5 must be a finite number in \[0, 1\]"),
     ("num_shards", 3, "num_shards=3 exceeds num_workers=2"),
     ("fragment_steps", 30, "fragment_steps=30 is not a multiple of envs_per_worker=4"),
-    ("beta_start", -0.1, "beta_start=-0.1 must be in"),
+    ("beta_start", -0.1, "beta_start=-0.1 must be a finite number in"),
 ])
 def test_bad_apex_settings_name_the_field_and_the_fix(field, value, message):
     with pytest.raises(ValueError, match=message):

@@ -23,7 +23,7 @@ SMALL = IMPALAConfig(num_workers=2, envs_per_worker=2, unroll_length=5, batch_fr
     (dict(queue_size=2, batch_fragments=4), r"queue_size=2 is below batch_fragments=4.*Fix"),
     (dict(synchronous=True, num_workers=3, batch_fragments=4, queue_size=8),
      r"batch_fragments=4 is not a multiple of num_workers=3.*Fix"),
-    (dict(gamma=1.0), r"gamma=1.0 must be in \[0, 1\).*Fix"),
+    (dict(gamma=1.0), r"gamma=1.0 must be a finite number in \[0, 1\).*Fix"),
     (dict(hidden=()), r"hidden=\(\) must be a non-empty tuple"),
 ])
 def test_config_rejects_bad_values_naming_field_and_fix(kwargs, match):

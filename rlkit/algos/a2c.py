@@ -18,59 +18,41 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlkit.core.common import eval_seed
-from rlkit.core.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.core.networks import load_numpy_weights, make_adam, mlp, module_weights
 from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
+from rlkit.core.validation import Validated, flag, integer, layers, number, text
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment
 
 
 @dataclass(frozen=True)
-class A2CConfig:
+class A2CConfig(Validated):
     """Settings of an A2C / A3C run on a discrete-action environment.
 
     One gradient is computed from a fragment of ``n_steps`` steps of each of ``envs_per_worker``
     environments (``n_steps * envs_per_worker`` env steps per gradient and per worker).
     """
 
-    env_id: str = "CartPole-v1"
-    seed: int = 0
-    envs_per_worker: int = 8  # environments per worker, stepped in lockstep
-    n_steps: int = 16  # fragment length T: the n of the n-step return
-    gamma: float = 0.99
-    learning_rate: float = 1e-3  # Adam
-    entropy_coef: float = 0.01
-    value_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    normalize_advantages: bool = True
-    hidden: tuple[int, ...] = (64, 64)
-    total_steps: int = 300_000
-    eval_every: int = 10_000
-    eval_episodes: int = 20
-    target_return: float | None = 475.0
-    torch_threads: int = 1
+    env_id: str = text("CartPole-v1")
+    seed: int = integer(0)
+    envs_per_worker: int = integer(8, 1)  # environments per worker, stepped in lockstep
+    n_steps: int = integer(16, 1)  # fragment length T: the n of the n-step return
+    gamma: float = number(0.99, at_least=0, below=1)
+    learning_rate: float = number(1e-3, above=0)  # Adam
+    entropy_coef: float = number(0.01, at_least=0)
+    value_coef: float = number(0.5, at_least=0)
+    max_grad_norm: float = number(0.5, above=0)
+    normalize_advantages: bool = flag(True)
+    hidden: tuple[int, ...] = layers((64, 64))
+    total_steps: int = integer(300_000, 1)
+    eval_every: int = integer(10_000, 1)
+    eval_episodes: int = integer(20, 1)
+    target_return: float | None = number(475.0, optional=True)
+    torch_threads: int = integer(1, 1)
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         check_env_id(self.env_id)
-        require_ints(self, ("seed",), minimum=0)
-        require_ints(self, ("envs_per_worker", "n_steps", "total_steps", "eval_every",
-                            "eval_episodes", "torch_threads"), minimum=1)
-        require_positive_finite(self, ("learning_rate",), "1e-3")
-        require_positive_finite(self, ("max_grad_norm",), "0.5")
-        require_hidden(self)
-        if not 0 <= self.gamma < 1:
-            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
-        for name in ("entropy_coef", "value_coef"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                fail(name, value, "must be a finite number >= 0",
-                     f"use e.g. {name}={0.01 if name == 'entropy_coef' else 0.5}")
-
-    @property
-    def steps_per_gradient(self) -> int:
-        """Env steps behind one gradient: ``n_steps * envs_per_worker``."""
-        return self.n_steps * self.envs_per_worker
 
 
 class ActorCritic(nn.Module):

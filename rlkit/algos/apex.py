@@ -22,50 +22,39 @@ from torch import nn
 from rlkit.algos.ddpg import DDPGConfig, DDPGPriorityModel, DDPGSpec, gaussian_exploration_policy
 from rlkit.algos.dqn import DQNConfig, DQNPriorityModel, DQNSpec
 from rlkit.algos.exploration import epsilon_ladder, noise_ladder
-from rlkit.core.config_checks import fail, require_ints
 from rlkit.core.types import ActionKind, BatchPolicy
+from rlkit.core.validation import Validated, fail, integer, number
 from rlkit.envs.make import space_dims
-from rlkit.replay.prioritized import check_alpha
 
 if TYPE_CHECKING:
     import gymnasium as gym
 
 
 @dataclass(frozen=True)
-class ApexConfig:
+class ApexConfig(Validated):
     """The distributed system's settings (the algorithm's own are in its config).
 
     On a 2-core machine the exploration ladder gets its rungs from env copies, not processes:
     ``num_workers * envs_per_worker`` rungs (see :mod:`rlkit.algos.exploration`).
     """
 
-    num_workers: int = 2
-    envs_per_worker: int = 4
-    num_shards: int = 2
-    n_step: int = 3
-    alpha: float = 0.6  # prioritisation exponent
-    beta_start: float = 0.4  # importance-sampling exponent, annealed to 1 over the budget
-    fragment_steps: int = 64  # env steps per collect call of one worker (all its envs)
-    publish_every: int = 16  # learner updates between weight versions for the actors
-    updates_per_call: int = 16  # most learner updates per remote call
-    eps_base: float = 0.4  # DQN ladder: eps_i = eps_base ** (1 + eps_spread * i / (N - 1))
-    eps_spread: float = 7.0
-    sigma_max: float = 0.5  # DDPG ladder: noise std as a fraction of the action half-range
-    sigma_min: float = 0.05
+    num_workers: int = integer(2, 1)
+    envs_per_worker: int = integer(4, 1)
+    num_shards: int = integer(2, 1)
+    n_step: int = integer(3, 1)  # Ape-X's n-step length (the algorithm config's n_step stays 1)
+    alpha: float = number(0.6, at_least=0, at_most=1)  # prioritisation exponent
+    beta_start: float = number(0.4, at_least=0, at_most=1)  # IS exponent, annealed to 1
+    fragment_steps: int = integer(64, 1)  # env steps per collect call of one worker
+    publish_every: int = integer(16, 1)  # learner updates between weight versions
+    updates_per_call: int = integer(16, 1)  # most learner updates per remote call
+    eps_base: float = number(0.4, above=0, below=1)  # eps_i = eps_base ** (1 + spread * i/(N-1))
+    eps_spread: float = number(7.0, at_least=0, at_most=50)
+    sigma_max: float = number(0.5, above=0, below=10)  # DDPG ladder: std / action half-range
+    sigma_min: float = number(0.05, above=0, below=10)
 
-    def __post_init__(self) -> None:
-        require_ints(self, ("num_workers", "envs_per_worker", "num_shards", "fragment_steps",
-                            "publish_every", "updates_per_call"), 1)
-        if not isinstance(self.n_step, int) or self.n_step < 1:
-            fail("n_step", self.n_step, "must be an int >= 1", "use n_step=3 (1 = one-step "
-                 "targets)")
-        check_alpha(self.alpha)
-        if not 0 <= self.beta_start <= 1:
-            fail("beta_start", self.beta_start, "must be in [0, 1]", "use beta_start=0.4")
-        if not 0 < self.eps_base < 1:
-            fail("eps_base", self.eps_base, "must be in (0, 1)", "use eps_base=0.4")
-        if not 0 < self.sigma_min <= self.sigma_max:
-            fail("sigma_min", self.sigma_min, f"must be in (0, sigma_max={self.sigma_max}]",
+    def check(self) -> None:
+        if self.sigma_min > self.sigma_max:
+            fail("sigma_min", self.sigma_min, f"is above sigma_max={self.sigma_max}",
                  "use sigma_max=0.5, sigma_min=0.05")
         if self.fragment_steps % self.envs_per_worker:
             per_env = max(1, self.fragment_steps // self.envs_per_worker)
@@ -80,6 +69,23 @@ class ApexConfig:
     def num_actors(self) -> int:
         """Rungs of the exploration ladder: every env of every worker."""
         return self.num_workers * self.envs_per_worker
+
+
+def check_apex_pair(name: str, config: Any, expected: type, apex: Any) -> None:
+    """Refuse the wrong config types, and a setting both configs hold with different values
+    (Ape-X's ``n_step`` is :class:`ApexConfig`'s; the algorithm's must stay at 1 or agree)."""
+    if not isinstance(config, expected):
+        raise TypeError(f"{name} takes a {expected.__name__} as its config, got "
+                        f"{type(config).__name__}. Fix: {name}({expected.__name__}(...), "
+                        f"ApexConfig(...)).")
+    if not isinstance(apex, ApexConfig):
+        raise TypeError(f"{name} takes an ApexConfig as apex, got {type(apex).__name__}. Fix: "
+                        f"{name}({expected.__name__}(...), ApexConfig(...)).")
+    n_step = getattr(config, "n_step", 1)
+    if n_step not in (1, apex.n_step):
+        fail(f"{expected.__name__}.n_step", n_step, f"conflicts with ApexConfig.n_step="
+             f"{apex.n_step}: under Ape-X the workers build the n-step windows, with ApexConfig's "
+             f"n", f"set ApexConfig(n_step={n_step}) and leave {expected.__name__}.n_step at 1")
 
 
 class PriorityModel(Protocol):
@@ -122,6 +128,7 @@ class ApexDQN(DQNSpec):
     name = "Ape-X DQN"
 
     def __init__(self, config: DQNConfig, apex: ApexConfig = ApexConfig()) -> None:
+        check_apex_pair("ApexDQN", config, DQNConfig, apex)
         super().__init__(config)
         self.apex = apex
 
@@ -152,6 +159,7 @@ class ApexDDPG(DDPGSpec):
     name = "Ape-X DDPG"
 
     def __init__(self, config: DDPGConfig, apex: ApexConfig = ApexConfig()) -> None:
+        check_apex_pair("ApexDDPG", config, DDPGConfig, apex)
         super().__init__(config)
         self.apex = apex
 

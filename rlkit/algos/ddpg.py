@@ -21,56 +21,46 @@ from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, pre
                                         td_tensors)
 from rlkit.algos.sac import deterministic_batch_policy
 from rlkit.core.common import polyak_update
-from rlkit.core.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
-                                      require_replay_settings)
 from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, Weights
+from rlkit.core.validation import (Validated, integer, layers, number,
+                                   require_replay_settings, text)
 from rlkit.envs.make import ActionKind, check_env_id, space_dims
 from rlkit.replay.buffers import TensorReplayBuffer
 
 
 @dataclass(frozen=True)
-class DDPGConfig:
+class DDPGConfig(Validated):
     """Settings of a DDPG run. Invalid values raise ``ValueError`` naming the field and the fix.
 
     The defaults solve Pendulum-v1 (deterministic evaluation mean >= -200 over 10 episodes)
     within 20k env steps in one process.
     """
 
-    env_id: str = "Pendulum-v1"
-    seed: int = 0
-    total_steps: int = 20_000  # env-step budget; training stops earlier once solved
-    buffer_size: int = 100_000
-    batch_size: int = 128
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.005  # Polyak step of both target networks after every update
-    learning_starts: int = 1_000  # env steps before updates; uniform-random actions meanwhile
-    # in one process and in train_ray (Ape-X acts with its noise ladder from the first step)
-    train_every: int = 1  # env steps per gradient update (update-to-data ratio 1)
-    noise_sigma: float = 0.1  # exploration noise std, as a fraction of the action half-range
-    hidden: tuple[int, ...] = (256, 256)  # of the actor and of the critic
-    eval_every: int = 1_000
-    eval_episodes: int = 10
-    target_return: float | None = -200.0  # stop once a deterministic eval reaches it
-    torch_threads: int = 1
+    env_id: str = text("Pendulum-v1")
+    seed: int = integer(0)
+    total_steps: int = integer(20_000, 1)  # env-step budget; training stops earlier once solved
+    buffer_size: int = integer(100_000, 1)
+    batch_size: int = integer(128, 1)
+    actor_lr: float = number(1e-3, above=0)
+    critic_lr: float = number(1e-3, above=0)
+    gamma: float = number(0.99, at_least=0, below=1)
+    tau: float = number(0.005, above=0, at_most=1)  # Polyak step of both target networks
+    learning_starts: int = integer(1_000)  # env steps before updates; uniform-random actions
+    # meanwhile in one process and in train_ray (Ape-X acts with its noise ladder from step 0)
+    train_every: int = integer(1, 1)  # env steps per gradient update (update-to-data ratio 1)
+    noise_sigma: float = number(0.1, at_least=0, below=10,  # a fraction of the half-range
+                                meaning="the noise std as a fraction of the action half-range")
+    hidden: tuple[int, ...] = layers((256, 256))  # of the actor and of the critic
+    eval_every: int = integer(1_000, 1)
+    eval_episodes: int = integer(10, 1)
+    target_return: float | None = number(-200.0, optional=True)  # stop once an eval reaches it
+    torch_threads: int = integer(1, 1)
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         check_env_id(self.env_id)
-        require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
-                            "eval_every", "eval_episodes", "torch_threads"), 1)
-        require_ints(self, ("seed", "learning_starts"), 0)
-        require_positive_finite(self, ("actor_lr", "critic_lr"), "1e-3")
         require_replay_settings(self)
-        if not 0 < self.tau <= 1:
-            fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
-        sigma = self.noise_sigma
-        if isinstance(sigma, bool) or not (isinstance(sigma, (int, float)) and 0 <= sigma < 10):
-            fail("noise_sigma", self.noise_sigma, "must be a number in [0, 10)",
-                 "use e.g. noise_sigma=0.1 (a tenth of the action half-range)")
-        require_hidden(self)
 
 
 class DDPGLearner:

@@ -23,17 +23,17 @@ from rlkit.algos.dqn_td import (DQNPriorityModel, dqn_loss, dqn_q_and_targets,  
                                 dqn_targets, dqn_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
-from rlkit.core.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
-                                      require_replay_settings)
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import Batch, BatchPolicy, NStepBatch, Weights
+from rlkit.core.validation import (Validated, fail, flag, integer, layers, number,
+                                   require_replay_settings, text)
 from rlkit.envs.make import ActionKind, check_env_id, space_dims
 from rlkit.replay.buffers import ReplayBuffer
 
 
 @dataclass(frozen=True)
-class DQNConfig:
+class DQNConfig(Validated):
     """Settings of a DQN run. Invalid values raise ``ValueError`` naming the field and the fix.
 
     The defaults are the tuned CartPole-v1 settings of notebook 01 (see its section 8). The
@@ -41,51 +41,36 @@ class DQNConfig:
     (``python -m benchmarks.levers``, ``benchmarks/results/levers_dqn.json``).
     """
 
-    env_id: str = "CartPole-v1"
-    seed: int = 0
-    total_steps: int = 100_000  # env-step budget; training stops earlier once solved
-    buffer_size: int = 100_000
-    batch_size: int = 64
-    learning_rate: float = 2.3e-3
-    gamma: float = 0.99
-    learning_starts: int = 1_000  # env steps collected before the first update
-    train_every: int = 2  # env steps per gradient update (update-to-data ratio 1/2)
-    target_update_every: int = 128  # gradient updates between target-network syncs
-    tau: float = 1.0  # 1.0 = hard copy; < 1 = Polyak averaging at each sync
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.04
-    epsilon_decay_steps: int = 8_000
-    double_dqn: bool = True
-    n_step: int = 1  # steps of reward in each TD target (rlkit.replay.nstep); 1 = one-step DQN
-    huber: bool = True  # Huber (smooth L1) loss; False = mean squared error
-    max_grad_norm: float = 10.0
-    hidden: tuple[int, ...] = (128, 128)  # as robust as 256x256 over seeds 0-4, 1.5x cheaper
-    eval_every: int = 2_500  # env steps between greedy evaluations (20 x 500 steps: ~0.1 s)
-    eval_episodes: int = 20
-    target_return: float | None = 475.0  # stop once a greedy eval reaches it; None = never
-    torch_threads: int = 1
+    env_id: str = text("CartPole-v1")
+    seed: int = integer(0)
+    total_steps: int = integer(100_000, 1)  # env-step budget; training stops earlier once solved
+    buffer_size: int = integer(100_000, 1)
+    batch_size: int = integer(64, 1)
+    learning_rate: float = number(2.3e-3, above=0)
+    gamma: float = number(0.99, at_least=0, below=1)
+    learning_starts: int = integer(1_000)  # env steps collected before the first update
+    train_every: int = integer(2, 1)  # env steps per gradient update (update-to-data ratio 1/2)
+    target_update_every: int = integer(128, 1)  # gradient updates between target syncs
+    tau: float = number(1.0, above=0, at_most=1)  # 1.0 = hard copy; < 1 = Polyak averaging
+    epsilon_start: float = number(1.0, at_least=0, at_most=1, meaning="a probability")
+    epsilon_end: float = number(0.04, at_least=0, at_most=1, meaning="a probability")
+    epsilon_decay_steps: int = integer(8_000)
+    double_dqn: bool = flag(True)
+    n_step: int = integer(1, 1)  # steps of reward in each TD target (rlkit.replay.nstep)
+    huber: bool = flag(True)  # Huber (smooth L1) loss; False = mean squared error
+    max_grad_norm: float = number(10.0, above=0, finite=False)  # math.inf: no clipping
+    hidden: tuple[int, ...] = layers((128, 128))  # as robust as 256x256 over seeds 0-4
+    eval_every: int = integer(2_500, 1)  # env steps between greedy evaluations (~0.1 s each)
+    eval_episodes: int = integer(20, 1)
+    target_return: float | None = number(475.0, optional=True)  # stop once an eval reaches it
+    torch_threads: int = integer(1, 1)
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         check_env_id(self.env_id)
-        require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
-                            "target_update_every", "eval_every", "eval_episodes",
-                            "torch_threads", "n_step"), 1)
-        require_ints(self, ("seed", "learning_starts", "epsilon_decay_steps"), 0)
-        require_positive_finite(self, ("learning_rate",), "1e-3")
         require_replay_settings(self)
-        if not 0 < self.tau <= 1:
-            fail("tau", self.tau, "must be in (0, 1]", "use 1.0 for a hard target copy")
-        for name in ("epsilon_start", "epsilon_end"):
-            if not 0 <= getattr(self, name) <= 1:
-                fail(name, getattr(self, name), "must be a probability in [0, 1]",
-                     f"set {name} between 0 and 1")
         if self.epsilon_end > self.epsilon_start:
             fail("epsilon_end", self.epsilon_end, f"is above epsilon_start={self.epsilon_start}",
                  "exploration should decay: make epsilon_end <= epsilon_start")
-        if not self.max_grad_norm > 0:
-            fail("max_grad_norm", self.max_grad_norm, "must be > 0",
-                 "use e.g. 10.0 (or math.inf to turn clipping off)")
-        require_hidden(self)
 
 
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:

@@ -8,6 +8,7 @@ runs it as an actor fed by a bounded trajectory queue.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,58 +19,73 @@ from torch import nn
 
 from rlkit.algos.a2c import ActorCritic
 from rlkit.algos.vtrace import nstep_returns, vtrace
-from rlkit.core.config_checks import fail, require_hidden, require_ints, require_positive_finite
 from rlkit.core.networks import load_numpy_weights, make_adam, module_weights
 from rlkit.core.types import Weights
+from rlkit.core.validation import Validated, fail, flag, integer, layers, number, text
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment, check_fragment
 
 
+#: A full queue makes each fragment ``queue_size / batch_fragments`` updates old when the learner
+#: takes it. Above this many, V-trace truncates most importance weights at ``rho_bar`` and its
+#: correction degrades to clipping: the config warns (and the run warns if its measured mean lag
+#: is above it).
+WARN_QUEUE_UPDATES = 8
+#: Above this many updates of lag a full queue would feed the learner data from a policy long
+#: gone: the config is refused.
+MAX_QUEUE_UPDATES = 64
+
+
+def check_queue_staleness(queue_size: int, batch_fragments: int) -> None:
+    """Warn about (above :data:`WARN_QUEUE_UPDATES`) or refuse (above
+    :data:`MAX_QUEUE_UPDATES`) a queue whose contents, when full, are that many updates old."""
+    lag = queue_size / batch_fragments
+    fix = (f"keep queue_size <= {WARN_QUEUE_UPDATES} * batch_fragments = "
+           f"{WARN_QUEUE_UPDATES * batch_fragments} (the default holds 2 updates' worth)")
+    if lag > MAX_QUEUE_UPDATES:
+        fail("queue_size", queue_size, f"holds {lag:g} updates' worth of fragments (batch_"
+             f"fragments={batch_fragments}): a full queue would train on data {lag:g} policy "
+             f"versions old, past what V-trace can correct", fix)
+    if lag > WARN_QUEUE_UPDATES:
+        warnings.warn(f"queue_size={queue_size} holds {lag:g} updates' worth of fragments: when "
+                      f"it fills, the learner trains on data up to {lag:g} versions old and "
+                      f"V-trace clips most importance weights. Fix: {fix}.", stacklevel=4)
+
+
 @dataclass(frozen=True)
-class IMPALAConfig:
+class IMPALAConfig(Validated):
     """Settings of an IMPALA run. Invalid values raise ``ValueError`` naming the field and the fix.
 
-    The defaults are the CartPole-v1 settings of notebook 06 (same for every seed).
+    The defaults are the CartPole-v1 settings of notebook 06 (same for every seed). A full queue
+    holds ``queue_size / batch_fragments`` updates' worth of fragments, each that many updates
+    old when consumed: above :data:`WARN_QUEUE_UPDATES` a warning says V-trace will be clipping
+    most of its importance weights; above :data:`MAX_QUEUE_UPDATES` the config is refused.
     """
 
-    env_id: str = "CartPole-v1"
-    seed: int = 0
-    num_workers: int = 2
-    envs_per_worker: int = 16  # N: envs each actor steps in lockstep
-    unroll_length: int = 32  # T: steps per env in one trajectory fragment
-    batch_fragments: int = 8  # B: fragments per learner update
-    queue_size: int = 16  # fragments the queue holds before actors must wait
-    learning_rate: float = 1e-3
-    gamma: float = 0.99
-    entropy_coef: float = 0.01
-    value_coef: float = 0.5
-    max_grad_norm: float = 40.0
-    rho_bar: float = 1.0
-    c_bar: float = 1.0
-    use_vtrace: bool = True  # False: plain n-step advantages, no importance weights
-    synchronous: bool = False  # True: actors wait for every new version (policy lag 0)
-    hidden: tuple[int, ...] = (64, 64)
-    total_steps: int = 1_000_000  # env-step budget; training stops earlier once solved
-    eval_every: int = 20_000  # env steps between greedy evaluations
-    eval_episodes: int = 20
-    target_return: float | None = 475.0  # stop at the first greedy eval reaching it
+    env_id: str = text("CartPole-v1")
+    seed: int = integer(0)
+    num_workers: int = integer(2, 1)
+    envs_per_worker: int = integer(16, 1)  # N: envs each actor steps in lockstep
+    unroll_length: int = integer(32, 1)  # T: steps per env in one trajectory fragment
+    batch_fragments: int = integer(8, 1)  # B: fragments per learner update
+    queue_size: int = integer(16, 1)  # fragments the queue holds before actors must wait
+    learning_rate: float = number(1e-3, above=0)
+    gamma: float = number(0.99, at_least=0, below=1)
+    entropy_coef: float = number(0.01, at_least=0)
+    value_coef: float = number(0.5, at_least=0)
+    max_grad_norm: float = number(40.0, above=0)
+    rho_bar: float = number(1.0, above=0)
+    c_bar: float = number(1.0, at_least=0)
+    use_vtrace: bool = flag(True)  # False: plain n-step advantages, no importance weights
+    synchronous: bool = flag(False)  # True: actors wait for every new version (policy lag 0)
+    hidden: tuple[int, ...] = layers((64, 64))
+    total_steps: int = integer(1_000_000, 1)  # env-step budget; stops earlier once solved
+    eval_every: int = integer(20_000, 1)  # env steps between greedy evaluations
+    eval_episodes: int = integer(20, 1)
+    target_return: float | None = number(475.0, optional=True)  # stop at the first eval >= it
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         check_env_id(self.env_id)
-        require_ints(self, ("num_workers", "envs_per_worker", "unroll_length", "batch_fragments",
-                            "queue_size", "total_steps", "eval_every", "eval_episodes"), 1)
-        require_ints(self, ("seed",), 0)
-        require_positive_finite(self, ("learning_rate",), "1e-3")
-        require_positive_finite(self, ("max_grad_norm",), "40.0")
-        require_hidden(self)
-        if not 0 <= self.gamma < 1:
-            fail("gamma", self.gamma, "must be in [0, 1)", "use a discount such as 0.99")
-        for name, example in (("entropy_coef", 0.01), ("value_coef", 0.5)):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
-                fail(name, value, "must be a finite number >= 0", f"use e.g. {name}={example}")
-        if not (isinstance(self.c_bar, int | float) and self.c_bar >= 0):
-            fail("c_bar", self.c_bar, "must be a number >= 0", "use c_bar=1.0 as the paper does")
         if not self.c_bar <= self.rho_bar:
             fail("rho_bar", self.rho_bar, f"is below c_bar={self.c_bar} (V-trace needs "
                  "rho_bar >= c_bar >= 0)", "raise rho_bar to at least c_bar, e.g. both 1.0")
@@ -81,6 +97,7 @@ class IMPALAConfig:
             fail("batch_fragments", self.batch_fragments, f"is not a multiple of num_workers="
                  f"{self.num_workers}, which a synchronous run needs (each actor sends the same "
                  "number of fragments per version)", "use e.g. batch_fragments=2 * num_workers")
+        check_queue_staleness(self.queue_size, self.batch_fragments)
 
     @property
     def steps_per_fragment(self) -> int:

@@ -18,17 +18,17 @@ import torch
 from torch import nn
 
 from rlkit.core.common import bootstrap_target, polyak_update
-from rlkit.core.config_checks import (fail, require_hidden, require_ints, require_positive_finite,
-                                      require_replay_settings)
 from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, TensorBatch, Weights
+from rlkit.core.validation import (Validated, flag, integer, layers, number,
+                                   require_replay_settings, text)
 from rlkit.envs.make import ActionKind, check_env_id, space_dims
 from rlkit.replay.buffers import TensorReplayBuffer
 
 
 @dataclass(frozen=True)
-class SACConfig:
+class SACConfig(Validated):
     """Settings of a SAC run. Invalid values raise ``ValueError`` naming the field and the fix.
 
     The defaults are notebook 03's Pendulum-v1 settings. The learning rates and the evaluation
@@ -36,42 +36,30 @@ class SACConfig:
     ``benchmarks/results/levers_sac.json``).
     """
 
-    env_id: str = "Pendulum-v1"
-    seed: int = 0
-    total_steps: int = 20_000  # env-step budget; training stops earlier once solved
-    buffer_size: int = 100_000
-    batch_size: int = 128
-    actor_lr: float = 3e-3  # 3e-3 solved every seed at 4k steps; 1e-3 needed 4k-5k
-    critic_lr: float = 3e-3
-    alpha_lr: float = 3e-3
-    gamma: float = 0.99
-    tau: float = 0.005  # Polyak step of the target critics after every update
-    learning_starts: int = 1_000  # uniform-random steps for the whole system, before updates
-    train_every: int = 1  # env steps per gradient update (update-to-data ratio 1)
-    init_alpha: float = 1.0  # initial entropy temperature
-    hidden: tuple[int, ...] = (128, 128)  # (256, 256) with batch 256 is the usual GPU size
-    eval_every: int = 1_000  # a 10-episode evaluation costs ~0.05 s: check often
-    eval_episodes: int = 10
-    target_return: float | None = -200.0  # stop once a deterministic eval reaches it
-    torch_threads: int = 1
-    compile_losses: bool = False  # torch.compile the critic and actor losses (see make bench)
-    cuda_graph: bool = False  # a CUDA learner replays its update as one CUDA graph (sac_graph)
+    env_id: str = text("Pendulum-v1")
+    seed: int = integer(0)
+    total_steps: int = integer(20_000, 1)  # env-step budget; training stops earlier once solved
+    buffer_size: int = integer(100_000, 1)
+    batch_size: int = integer(128, 1)
+    actor_lr: float = number(3e-3, above=0)  # 3e-3 solved every seed at 4k steps; 1e-3: 4k-5k
+    critic_lr: float = number(3e-3, above=0)
+    alpha_lr: float = number(3e-3, above=0)
+    gamma: float = number(0.99, at_least=0, below=1)
+    tau: float = number(0.005, above=0, at_most=1)  # Polyak step of the target critics
+    learning_starts: int = integer(1_000)  # uniform-random steps for the whole system first
+    train_every: int = integer(1, 1)  # env steps per gradient update (update-to-data ratio 1)
+    init_alpha: float = number(1.0, above=0)  # initial entropy temperature
+    hidden: tuple[int, ...] = layers((128, 128))  # (256, 256) with batch 256 is the GPU size
+    eval_every: int = integer(1_000, 1)  # a 10-episode evaluation costs ~0.05 s: check often
+    eval_episodes: int = integer(10, 1)
+    target_return: float | None = number(-200.0, optional=True)  # stop once an eval reaches it
+    torch_threads: int = integer(1, 1)
+    compile_losses: bool = flag(False)  # torch.compile the critic and actor losses (make bench)
+    cuda_graph: bool = flag(False)  # a CUDA learner replays its update as one CUDA graph
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         check_env_id(self.env_id)
-        require_ints(self, ("total_steps", "buffer_size", "batch_size", "train_every",
-                            "eval_every", "eval_episodes", "torch_threads"), 1)
-        require_ints(self, ("seed", "learning_starts"), 0)
-        require_positive_finite(self, ("actor_lr", "critic_lr", "alpha_lr"), "1e-3")
-        require_positive_finite(self, ("init_alpha",), "1.0")
         require_replay_settings(self)
-        if not 0 < self.tau <= 1:
-            fail("tau", self.tau, "must be in (0, 1]", "use a small Polyak step such as 0.005")
-        require_hidden(self)
-        for name in ("compile_losses", "cuda_graph"):
-            if not isinstance(getattr(self, name), bool):
-                fail(name, getattr(self, name), "must be True or False",
-                     f"use {name}=True or {name}=False")
 
 
 def sac_critic_target(rewards: torch.Tensor, terminations: torch.Tensor,

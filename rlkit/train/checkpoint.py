@@ -30,6 +30,7 @@ import torch
 
 from rlkit.core.common import config_dict, resumed_updates_due
 from rlkit.core.metrics import History
+from rlkit.core.validation import PATH_RULE, check_value, int_rule
 
 FORMAT_VERSION = 1
 FILE_NAME = "checkpoint.pt"
@@ -162,13 +163,10 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
 def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every: int,
                              resume_from: str | Path | None) -> None:
     """Validate the drivers' checkpoint arguments; each error names the argument and the fix."""
-    if not isinstance(checkpoint_every, int) or isinstance(checkpoint_every, bool) \
-            or checkpoint_every < 1:
-        raise ValueError(f"checkpoint_every={checkpoint_every!r} must be an int >= 1 (gradient "
-                         f"updates between checkpoints). Fix: use e.g. 5000.")
+    check_value("checkpoint_every", checkpoint_every,
+                int_rule(1, example=5000, meaning="learner updates between checkpoints"))
     for name, value in (("checkpoint_dir", checkpoint_dir), ("resume_from", resume_from)):
-        if value is not None and not isinstance(value, str | os.PathLike):
-            raise ValueError(f"{name}={value!r} must be a path (str or pathlib.Path) or None.")
+        check_value(name, value, PATH_RULE)
     if checkpoint_dir is not None and Path(checkpoint_dir).exists() \
             and not Path(checkpoint_dir).is_dir():
         raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is a file. Fix: pass a "

@@ -17,6 +17,7 @@ from typing import Any
 from rlkit.algos.a2c import A2CConfig, greedy_eval
 from rlkit.core.common import next_multiple
 from rlkit.core.metrics import History, RunResult
+from rlkit.core.validation import COUNT, Rule, build, check_value, int_rule, require_instance
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker
 from rlkit.distributed.runtime.cluster import plan_resources, require_ray
 from rlkit.distributed.runtime.driver import DriverRun, RunOptions
@@ -94,7 +95,7 @@ def train_a3c_ray(config: A2CConfig, num_workers: int = 2,
             ``"gradient server"``.
     """
     return A3CRun(config, num_workers, worker_env_ids, max_steps, evaluate,
-                  RunOptions(**options)).run()
+                  build(RunOptions, "train_a3c_ray", options)).run()
 
 
 def train_a2c_ray(config: A2CConfig, num_workers: int = 2,
@@ -105,7 +106,7 @@ def train_a2c_ray(config: A2CConfig, num_workers: int = 2,
     worker. Arguments as :func:`train_a3c_ray`; a worker that fails is replaced and the round
     goes on with the gradients that arrived."""
     return A2CRun(config, num_workers, worker_env_ids, max_steps, evaluate,
-                  RunOptions(**options)).run()
+                  build(RunOptions, "train_a2c_ray", options)).run()
 
 
 class GradientServerRun(DriverRun):
@@ -116,6 +117,11 @@ class GradientServerRun(DriverRun):
 
     def __init__(self, config: A2CConfig, num_workers: int, env_ids: list[str | None] | None,
                  max_steps: int | None, evaluate: bool, options: RunOptions) -> None:
+        owner = f"train_{self.NAME.lower()}_ray"
+        require_instance(owner, "config", config, A2CConfig, f"{owner}(A2CConfig(...))")
+        check_value("num_workers", num_workers, COUNT)
+        check_value("max_steps", max_steps, int_rule(1, example=50_000, optional=True))
+        check_value("evaluate", evaluate, Rule("flag", fix="pass True or False"))
         budget = config.total_steps if max_steps is None else max_steps
         super().__init__(options, budget, f"{self.NAME} ({num_workers} workers)")
         self.env_ids = list(env_ids) if env_ids is not None else [None] * num_workers
@@ -123,9 +129,17 @@ class GradientServerRun(DriverRun):
             raise ValueError(f"worker_env_ids has {len(self.env_ids)} entries for "
                              f"{num_workers} workers. Fix: give one id (or None) per worker.")
         self.plan = plan_resources(num_workers, require_ray().get("CPU", 1.0))
-        probe = make_env(config.env_id, config.seed, "discrete", "A2C")
-        self.sizes = space_dims(probe)
-        probe.close()
+        # each env is built here, not only in an actor, so a bad id fails before any starts
+        for env_id in [e for e in dict.fromkeys([config.env_id, *self.env_ids]) if e]:
+            probe = make_env(env_id, config.seed, "discrete", "A2C")
+            sizes = space_dims(probe)
+            probe.close()
+            if env_id == config.env_id:
+                self.sizes = sizes
+            elif sizes != self.sizes:
+                raise ValueError(f"worker_env_ids has {env_id!r}, whose spaces {sizes} differ "
+                                 f"from env_id={config.env_id!r}'s {self.sizes}: the workers "
+                                 f"share one network. Fix: give ids of the same shapes.")
         self.config, self.num_workers, self.evaluate_on = config, num_workers, evaluate
         self.by_worker: dict[int, int] = {}
         self.weights_ref: Any = None  # the server's latest answer: (weights, version)

@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.algos.apex import ApexAlgorithm
+from rlkit.algos.apex import ApexAlgorithm, ApexDDPG, ApexDQN
 from rlkit.core.common import eval_seed, next_multiple, updates_due
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
+from rlkit.core.validation import build, require_instance
 from rlkit.distributed.apex.roles import ApexLearner, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
 from rlkit.distributed.runtime.cluster import plan_resources, require_ray
@@ -71,7 +72,9 @@ def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
         ValueError: if the cluster cannot hold the workers and shards (more shards than
             CPUs, say), before any actor starts.
     """
-    return ApexRun(algo, RunOptions(**options)).run()
+    require_instance("train_apex_ray", "algo", algo, (ApexDQN, ApexDDPG),
+                     "train_apex_ray(ApexDQN(DQNConfig(...), ApexConfig(...)))")
+    return ApexRun(algo, build(RunOptions, "train_apex_ray", options)).run()
 
 
 class ApexRun(DriverRun):

@@ -22,6 +22,7 @@ import numpy as np
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.core.common import next_multiple, worker_seed
+from rlkit.core.validation import build, require_instance
 from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
 from rlkit.distributed.runtime.cluster import plan_resources, require_ray
 from rlkit.distributed.runtime.driver import DriverRun, RunOptions
@@ -45,7 +46,9 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
             ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"``,
             ``"learner"`` and ``"trajectory queue"``.
     """
-    return ImpalaRun(config, RunOptions(**options)).run()
+    require_instance("train_impala_ray", "config", config, IMPALAConfig,
+                     "train_impala_ray(IMPALAConfig(...))")
+    return ImpalaRun(config, build(RunOptions, "train_impala_ray", options)).run()
 
 
 class ImpalaRun(DriverRun):

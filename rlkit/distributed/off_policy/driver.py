@@ -1,11 +1,9 @@
 """The off-policy replay driver: rollout workers, a learner that owns the buffer, a parameter
 server and an evaluator, on the loop every driver shares (:mod:`rlkit.distributed.runtime.driver`).
 
-The events are the part to read: when a worker's fragment is in (:meth:`OffPolicyRun.
-on_fragment`), hand it to the learner with exactly the updates the rate limiter allows and
-relaunch the worker; evaluate every ``eval_every`` env steps (:meth:`OffPolicyRun.schedule`).
-Restarts, timeouts, checkpoints, interrupts and fault injection are hooked in from
-:mod:`rlkit.distributed.runtime.supervisor` and :mod:`rlkit.train.checkpoint`.
+Read the events: a worker's fragment goes to the learner with exactly the updates the rate
+limiter allows and the worker is relaunched (:meth:`OffPolicyRun.on_fragment`); an evaluation
+is due every ``eval_every`` env steps (:meth:`OffPolicyRun.schedule`).
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm, Weights
+from rlkit.core.validation import COUNT, build, check_value, require_instance
 from rlkit.distributed.off_policy.options import RayOptions, RayResult
 from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
 from rlkit.distributed.runtime.cluster import ResourcePlan, plan_resources, require_ray
@@ -45,6 +44,7 @@ __all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "tr
 def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
     """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec` and a CPU
     learner (small Q-networks gain nothing from a GPU)."""
+    require_instance("train_dqn_ray", "config", config, DQNConfig, "train_dqn_ray(DQNConfig(...))")
     options.setdefault("learner_gpus", 0)
     return train_ray(DQNSpec(config), num_workers, **options)
 
@@ -52,6 +52,7 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> Ra
 def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> RayResult:
     """Distributed SAC: :func:`train_ray` with :class:`rlkit.algos.sac.SACSpec`; the learner
     asks for a GPU when the cluster has one and keeps its buffer and updates there."""
+    require_instance("train_sac_ray", "config", config, SACConfig, "train_sac_ray(SACConfig(...))")
     return train_ray(SACSpec(config), num_workers, **options)
 
 
@@ -65,19 +66,19 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     ``max_learner_lag`` learner calls may be queued, so workers cannot run ahead of learning on
     a machine where acting is faster.
 
-    Faults: a rollout worker that dies or whose environment raises is restarted with a fresh
-    seed, and the evaluator likewise (each at most ``max_restarts`` times); every restart is
-    recorded in ``history.events``. If the learner fails, the run stops with
-    :class:`LearnerFailedError` naming the last checkpoint; a non-finite loss stops it with
-    ``FloatingPointError``. An actor that does not answer within ``timeout_s`` raises
-    ``TimeoutError`` naming its role. Every actor is killed before this returns, also on error
-    or ``KeyboardInterrupt`` (after which a checkpoint is saved if ``checkpoint_dir`` is set).
+    Faults: a failed worker or evaluator is restarted with a fresh seed (at most
+    ``max_restarts`` times each, logged in ``history.events``); a failed learner stops the run
+    with :class:`LearnerFailedError` naming the last checkpoint, a non-finite loss with
+    ``FloatingPointError``, a silent actor with ``TimeoutError`` naming its role. Every actor
+    is killed before this returns, also after a ``KeyboardInterrupt`` (which saves a checkpoint
+    if ``checkpoint_dir`` is set).
 
     ``wall_seconds`` counts from the moment all actors are up (as the single-process loop counts
     from the end of its set-up); ``startup_seconds`` is the time they took to start. The roles
     are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
     """
-    opts = RayOptions(**options)
+    opts = build(RayOptions, "train_ray", options)
+    check_value("num_workers", num_workers, COUNT)
     cluster = require_ray()
     plan = plan_resources(num_workers, cluster.get("CPU", 0.0), opts.learner_gpus,
                           cluster.get("GPU", 0.0))

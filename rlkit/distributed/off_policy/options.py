@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rlkit.core.metrics import RunResult
+from rlkit.core.validation import flag, integer, number, path
 from rlkit.distributed.runtime.driver import RunOptions
 from rlkit.train.checkpoint import check_checkpoint_options
-
-
-def _require_count(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}={value!r} must be an int >= 1. Fix: leave it at its "
-                         f"default unless you are measuring something.")
 
 
 @dataclass(frozen=True)
@@ -36,20 +30,17 @@ class RayOptions(RunOptions):
             driver resumes the other's run).
     """
 
-    fragment_steps: int = 100
-    envs_per_worker: int = 1
-    publish_every: int = 16
-    max_learner_lag: int = 2
-    learner_gpus: float | None = None
-    checkpoint_dir: str | Path | None = None
-    checkpoint_every: int = 5_000
-    checkpoint_buffer: bool = True
-    resume_from: str | Path | None = None
+    fragment_steps: int = integer(100, 1)
+    envs_per_worker: int = integer(1, 1)
+    publish_every: int = integer(16, 1)
+    max_learner_lag: int = integer(2, 1)
+    learner_gpus: float | None = number(None, at_least=0, optional=True, example=1)
+    checkpoint_dir: str | Path | None = path()
+    checkpoint_every: int = integer(5_000, 1)
+    checkpoint_buffer: bool = flag(True)
+    resume_from: str | Path | None = path()
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("fragment_steps", "envs_per_worker", "publish_every", "max_learner_lag"):
-            _require_count(name, getattr(self, name))
+    def check(self) -> None:
         check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every, self.resume_from)
 
 

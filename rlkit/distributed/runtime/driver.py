@@ -22,10 +22,10 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rlkit.core.config_checks import fail
+from rlkit.core.validation import Validated, fail, flag, integer, number, role_steps
 from rlkit.core.metrics import History, RunResult
 from rlkit.distributed.runtime.supervisor import Supervisor
 from rlkit.notebook.progress import ProgressBar
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class RunOptions(Validated):
     """How a distributed run runs, the same for every driver (what it learns is the config's).
 
     Attributes:
@@ -48,30 +48,12 @@ class RunOptions:
             ``{"worker 0": 2_000}``; the run then meets the failure as a real one.
     """
 
-    progress: bool = False
-    timeout_s: float = 120.0
-    max_restarts: int = 3
-    kill_at: Mapping[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.progress, bool):
-            fail("progress", self.progress, "must be True or False", "pass progress=True")
-        t = self.timeout_s
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
-            fail("timeout_s", t, "must be a positive number of seconds",
-                 "use e.g. 120.0; a hang then surfaces as an error after that long")
-        n = self.max_restarts
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            fail("max_restarts", n, "must be an int >= 0", "use e.g. max_restarts=3")
-        if not isinstance(self.kill_at, Mapping):
-            fail("kill_at", self.kill_at, "must be a dict {role: env_steps}",
-                 'use e.g. kill_at={"worker 0": 2_000}')
-        for role, step in self.kill_at.items():
-            if not isinstance(role, str) or isinstance(step, bool) or not isinstance(step, int) \
-                    or step < 0:
-                fail("kill_at", dict(self.kill_at), "must map role names to env-step counts "
-                     ">= 0", 'use e.g. kill_at={"worker 0": 2_000}')
-        object.__setattr__(self, "kill_at", dict(self.kill_at))  # a copy the caller cannot edit
+    progress: bool = flag(False)
+    timeout_s: float = number(120.0, above=0, fix="use e.g. timeout_s=120.0; a hang then "
+                              "surfaces as an error after that long",
+                              meaning="seconds")
+    max_restarts: int = integer(3, 0)
+    kill_at: Mapping[str, int] = role_steps({})
 
 
 Handler = Callable[["ObjectRef"], None]
