@@ -3,6 +3,7 @@ object) and says how to fix it, and leaves nothing running. Runs under a real lo
 (2 CPUs, no GPU) so the cluster-sized checks are real."""
 
 import dataclasses
+import time
 
 import pytest
 
@@ -10,9 +11,15 @@ from conftest import wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
+from rlkit.algos.a2c import A2CConfig  # noqa: E402
+from rlkit.algos.apex import ApexConfig, ApexDQN  # noqa: E402
 from rlkit.algos.dqn import DQNConfig, DQNLearner  # noqa: E402
+from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
+from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray  # noqa: E402
+from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
+from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
 from rlkit.train import train_dqn, train_sac  # noqa: E402
 from rlkit.train.checkpoint import save_checkpoint  # noqa: E402
@@ -90,12 +97,68 @@ CASES = [
     ("resume on another env", lambda ck: train_dqn(dataclasses.replace(
         SMALL, env_id="Acrobot-v1"), resume_from=ck), ValueError,
      r"was trained with env_id='CartPole-v1', but this config has env_id='Acrobot-v1'"),
+    # the newer drivers (issue 24): the wrong config type, an unknown option, bad arguments
+    ("Ape-X given a bare DQNConfig", lambda ck: train_apex_ray(SMALL), TypeError,
+     r"train_apex_ray takes an ApexDQN or ApexDDPG as algo, got DQNConfig. Fix:"),
+    ("IMPALA given an A2CConfig", lambda ck: train_impala_ray(A2CConfig()), TypeError,
+     r"train_impala_ray takes an IMPALAConfig as config, got A2CConfig. Fix:"),
+    ("A3C given an IMPALAConfig", lambda ck: train_a3c_ray(IMPALAConfig()), TypeError,
+     r"train_a3c_ray takes an A2CConfig as config, got IMPALAConfig. Fix:"),
+    ("A2C given a DQNConfig", lambda ck: train_a2c_ray(SMALL), TypeError,
+     r"train_a2c_ray takes an A2CConfig as config, got DQNConfig. Fix:"),
+    ("DQN under Ray given a SACConfig", lambda ck: train_dqn_ray(SACConfig()), TypeError,
+     r"train_dqn_ray takes a DQNConfig as config, got SACConfig. Fix:"),
+    ("SAC under Ray given a DQNConfig", lambda ck: train_sac_ray(SMALL), TypeError,
+     r"train_sac_ray takes a SACConfig as config, got DQNConfig. Fix:"),
+    ("a misspelt Ape-X option", lambda ck: train_apex_ray(ApexDQN(SMALL), timeout=5), TypeError,
+     r"train_apex_ray got an unknown option 'timeout'. Fix: did you mean 'timeout_s'\?"),
+    ("a misspelt IMPALA option", lambda ck: train_impala_ray(IMPALAConfig(), max_restart=1),
+     TypeError, r"got an unknown option 'max_restart'. Fix: did you mean 'max_restarts'\?"),
+    ("a misspelt off-policy option", lambda ck: train_dqn_ray(SMALL, checkpoint_dr=ck),
+     TypeError, r"got an unknown option 'checkpoint_dr'. Fix: did you mean 'checkpoint_dir'"),
+    ("NaN timeout for Ape-X", lambda ck: train_apex_ray(ApexDQN(SMALL), timeout_s=float("nan")),
+     ValueError, r"timeout_s=nan must be a finite number > 0 \(seconds\). Fix:"),
+    ("string timeout for IMPALA", lambda ck: train_impala_ray(IMPALAConfig(), timeout_s="60"),
+     ValueError, r"timeout_s='60' must be a finite number > 0 .*\(got a str\). Fix:"),
+    ("bool restarts for A3C", lambda ck: train_a3c_ray(A2CConfig(), max_restarts=True),
+     ValueError, r"max_restarts=True must be an int >= 0 \(got a bool\). Fix:"),
+    ("A3C with no workers", lambda ck: train_a3c_ray(A2CConfig(), num_workers=0), ValueError,
+     r"num_workers=0 must be an int >= 1. Fix:"),
+    ("A2C with a string worker count", lambda ck: train_a2c_ray(A2CConfig(), num_workers="2"),
+     ValueError, r"num_workers='2' must be an int >= 1 \(got a str\). Fix:"),
+    ("A3C with a zero step budget", lambda ck: train_a3c_ray(A2CConfig(), max_steps=0),
+     ValueError, r"max_steps=0 must be an int >= 1 or None. Fix:"),
+    ("A3C with a string for evaluate", lambda ck: train_a3c_ray(A2CConfig(), evaluate="no"),
+     ValueError, r"evaluate='no' must be True or False"),
+    ("A3C worker on an unknown env", lambda ck: train_a3c_ray(
+        A2CConfig(), num_workers=2, worker_env_ids=[None, "CartPole-v9"]), ValueError,
+     r"env_id='CartPole-v9' is not a registered gymnasium environment.*Fix:"),
+    ("A3C worker on a continuous env", lambda ck: train_a3c_ray(
+        A2CConfig(), num_workers=2, worker_env_ids=[None, "Pendulum-v1"]), ValueError,
+     r"A2C needs a discrete action space, but Pendulum-v1 has Box.*Fix:"),
+    ("A3C worker on an env of other shapes", lambda ck: train_a2c_ray(
+        A2CConfig(), num_workers=2, worker_env_ids=[None, "Acrobot-v1"]), ValueError,
+     r"worker_env_ids has 'Acrobot-v1', whose spaces \(6, 3\) differ.*Fix:"),
+    ("A3C env ids for the wrong worker count", lambda ck: train_a3c_ray(
+        A2CConfig(), num_workers=2, worker_env_ids=["CartPole-v1"]), ValueError,
+     r"worker_env_ids has 1 entries for 2 workers. Fix:"),
+    ("IMPALA with more workers than the cluster holds", lambda ck: train_impala_ray(
+        IMPALAConfig(num_workers=40)), ValueError,
+     r"num_workers=40 is too many for a cluster of 2 CPUs.*Fix: use at most 20 workers"),
+    ("Ape-X workers beside shards past the cluster", lambda ck: train_apex_ray(ApexDQN(
+        SMALL, ApexConfig(num_workers=20, num_shards=2))), ValueError,
+     r"num_workers=20 beside 2 shards is too many.*Fix: use at most 18 workers beside 2 shards"),
+    ("Ape-X with a role that does not exist", lambda ck: train_apex_ray(
+        ApexDQN(SMALL), kill_at={"queue": 10}), ValueError,
+     r"kill_at=\{'queue': 10\} names \['queue'\], which this run does not start. Fix:"),
 ]
 
 
 @pytest.mark.parametrize("case, call, error, pattern", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_fails_clearly_and_leaves_nothing_running(ray_cluster, dqn_checkpoint,
                                                             case, call, error, pattern):
+    begin = time.perf_counter()
     with pytest.raises(error, match=pattern):
         call(dqn_checkpoint)
+    assert time.perf_counter() - begin < 1.0  # refused at once (~10 ms), not after start-up
     assert wait_until_no_actors() == []

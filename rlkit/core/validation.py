@@ -235,7 +235,8 @@ def require_instance(owner: str, arg: str, value: Any, expected: type | tuple[ty
     if not isinstance(value, expected):
         names = " or ".join(t.__name__ for t in (expected if isinstance(expected, tuple)
                                                  else (expected,)))
-        raise TypeError(f"{owner} takes a {names} as {arg}, got {type(value).__name__}. "
+        article = "an" if names[0] in "AEIOU" else "a"
+        raise TypeError(f"{owner} takes {article} {names} as {arg}, got {type(value).__name__}. "
                         f"Fix: {fix}.")
 
 

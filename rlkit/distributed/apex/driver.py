@@ -88,7 +88,8 @@ class ApexRun(DriverRun):
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
                              f"{cluster_cpus:g} CPUs. Fix: use num_shards <= {int(cluster_cpus)}.")
         # the learner gets 1 CPU; workers and shards share the rest (0.25 each on 2 CPUs)
-        self.plan = plan_resources(self.apex.num_workers + self.apex.num_shards, cluster_cpus, 0)
+        self.plan = plan_resources(self.apex.num_workers, cluster_cpus, 0,
+                                   shards=self.apex.num_shards)
         self.asked = self.updates = 0
         self.solved_at: tuple[int, float] | tuple[None, None] = (None, None)
         self.weights: Weights = {}

@@ -21,7 +21,7 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm, Weights
-from rlkit.core.validation import COUNT, build, check_value, require_instance
+from rlkit.core.validation import build, require_instance
 from rlkit.distributed.off_policy.options import RayOptions, RayResult
 from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
 from rlkit.distributed.runtime.cluster import ResourcePlan, plan_resources, require_ray
@@ -78,7 +78,6 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
     """
     opts = build(RayOptions, "train_ray", options)
-    check_value("num_workers", num_workers, COUNT)
     cluster = require_ray()
     plan = plan_resources(num_workers, cluster.get("CPU", 0.0), opts.learner_gpus,
                           cluster.get("GPU", 0.0))

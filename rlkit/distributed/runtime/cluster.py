@@ -8,6 +8,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlkit.core.validation import COUNT, check_value, number_rule
+
 #: The environment variable holding Ray's ``max_direct_call_object_size``: an argument or a
 #: reply smaller than this travels inside the call message itself instead of through the
 #: shared-memory object store. Every Ray process reads it at start, so workers inherit it from
@@ -105,7 +107,7 @@ class ResourcePlan:
 
 
 def plan_resources(num_workers: int, cluster_cpus: float, learner_gpus: float | None = 0.0,
-                   cluster_gpus: float = 0.0) -> ResourcePlan:
+                   cluster_gpus: float = 0.0, shards: int = 0) -> ResourcePlan:
     """One CPU for the learner, the rest shared by the rollout workers (at most 1 each).
 
     On 2 CPUs: learner 1, two workers 0.5 each; on 16 CPUs: learner 1 and up to 15 workers with
@@ -116,30 +118,30 @@ def plan_resources(num_workers: int, cluster_cpus: float, learner_gpus: float | 
         cluster_cpus: The cluster's CPUs (``ray.cluster_resources()["CPU"]``).
         learner_gpus: GPUs for the learner; ``None``: 1 if the cluster has one, else 0.
         cluster_gpus: The cluster's GPUs.
+        shards: Other actors sharing the workers' CPUs, each sized as a worker (Ape-X's
+            replay shards).
 
     Raises:
         ValueError: if ``num_workers`` is not a positive int, the cluster is too small for
             them, or the learner asks for a GPU the cluster does not have. The message names
             the fix.
     """
-    if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
-        raise ValueError(f"num_workers={num_workers!r} must be an int >= 1. Fix: use "
-                         f"num_workers=1 or more.")
+    check_value("num_workers", num_workers, COUNT)
+    check_value("learner_gpus", learner_gpus, number_rule(at_least=0, optional=True, example=1))
     if learner_gpus is None:
         learner_gpus = 1.0 if cluster_gpus >= 1 else 0.0
-    if not isinstance(learner_gpus, int | float) or learner_gpus < 0:
-        raise ValueError(f"learner_gpus={learner_gpus!r} must be None (use a GPU if the "
-                         f"cluster has one) or a number >= 0.")
     if learner_gpus > cluster_gpus:
         raise ValueError(f"learner_gpus={learner_gpus:g} but the cluster has {cluster_gpus:g} "
                          f"GPUs. Fix: use learner_gpus=0 (CPU) or None.")
     learner = 1.0 if cluster_cpus >= 2 else cluster_cpus / 2
-    per_worker = min(1.0, (cluster_cpus - learner) / num_workers)
+    per_worker = min(1.0, (cluster_cpus - learner) / (num_workers + shards))
     if per_worker < MIN_WORKER_CPUS:
+        besides = f" beside {shards} shards" if shards else ""
         raise ValueError(
-            f"num_workers={num_workers} is too many for a cluster of {cluster_cpus:g} CPUs "
-            f"(each worker would get {per_worker:.3f} CPU). Fix: use at most "
-            f"{int((cluster_cpus - learner) / MIN_WORKER_CPUS)} workers or a bigger cluster.")
+            f"num_workers={num_workers}{besides} is too many for a cluster of "
+            f"{cluster_cpus:g} CPUs (each would get {per_worker:.3f} CPU). Fix: use at most "
+            f"{int((cluster_cpus - learner) / MIN_WORKER_CPUS) - shards} workers{besides} or a "
+            f"bigger cluster.")
     # Ray counts CPUs in steps of 1e-4: round *down*, so the requests never add up to more
     # than the cluster has (rounding 1/6 up to 0.1667 would overbook 2 CPUs by 0.0002)
     return ResourcePlan(learner_cpus=learner, worker_cpus=math.floor(per_worker * 1e4) / 1e4,
