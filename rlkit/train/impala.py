@@ -46,6 +46,16 @@ class IMPALAResult(RunResult):
     eval_seconds: float = 0.0
 
     @property
+    def mean_policy_lag(self) -> float:
+        """Mean of :attr:`policy_lags` (0.0 for a run that consumed nothing)."""
+        return float(np.mean(self.policy_lags)) if self.policy_lags else 0.0
+
+    @property
+    def max_policy_lag(self) -> int:
+        """Largest of :attr:`policy_lags`."""
+        return max(self.policy_lags, default=0)
+
+    @property
     def env_steps_per_second(self) -> float:
         """Env steps the learner consumed per wall-clock second of training."""
         return self.env_steps / self.wall_seconds if self.wall_seconds > 0 else 0.0

@@ -15,12 +15,13 @@ bit-reproducible.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
-from rlkit.algos.impala import IMPALAConfig
+from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.core.common import next_multiple, worker_seed
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
@@ -161,6 +162,13 @@ class ImpalaRun(DriverRun):
         ray.wait(list(self.pending), num_returns=len(self.pending), timeout=5.0)
 
     def result(self) -> IMPALAResult:
+        lag = float(np.mean(self.lags)) if self.lags else 0.0
+        if lag > WARN_QUEUE_UPDATES:  # measured, whatever the config promised
+            text = (f"the mean policy lag was {lag:.1f} updates (max {max(self.lags)}): V-trace "
+                    f"clipped most importance weights. Fix: fewer workers per learner, or a "
+                    f"shorter queue (queue_size={self.config.queue_size})")
+            self.history.events.append(f"step {self.env_steps}: {text}")
+            warnings.warn(text, stacklevel=3)
         return IMPALAResult(
             history=self.history, solved=self.solved, eval_return=self.eval_return,
             env_steps=self.env_steps, wall_seconds=self.wall, updates=self.updates,

@@ -77,7 +77,7 @@ class DriverRun:
         self.options = options
         self.history = History() if history is None else history
         self.supervisor = Supervisor(options.timeout_s, options.max_restarts, self.history,
-                                     last_checkpoint)
+                                     last_checkpoint, hasattr(options, "checkpoint_dir"))
         self.pending: dict[ObjectRef, tuple[str, Handler]] = {}
         self.env_steps = 0
         self.solved, self.eval_return = False, math.nan

@@ -69,6 +69,9 @@ class ParameterServer:
         self.version = 0
         self.payload: Any = None
 
+    def ping(self) -> bool:
+        return True
+
     def publish(self, payload: Any) -> int:
         """Store ``payload`` as the next version; return the version number."""
         self.version += 1

@@ -11,6 +11,7 @@ loop only says "a step happened".
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,17 +26,72 @@ if TYPE_CHECKING:  # Ray itself is imported only where it is used
 STARTUP_TIMEOUT_S = 120.0
 
 
-class LearnerFailedError(RuntimeError):
+#: The roles a run can replace (each restart with a fresh seed); every other role (learner,
+#: servers, shards, queue) holds state the run cannot rebuild, so its failure ends the run.
+RESTARTABLE = ("worker", "evaluator")
+
+
+#: The longest a driver waits, after killing its actors, for their processes to be gone.
+EXIT_TIMEOUT_S = 10.0
+
+
+def wait_gone(handles: list[ActorHandle], timeout: float) -> bool:
+    """Wait until Ray reports every actor in ``handles`` dead (its process gone), at most
+    ``timeout`` seconds, so the next run starts on a quiet machine; whether all were."""
+    try:
+        from ray._private import state  # the GCS actor table: no dashboard needed
+    except ImportError:
+        return False
+    deadline, left = time.monotonic() + timeout, list(handles)
+    while left and time.monotonic() < deadline:
+        try:
+            left = [h for h in left if state.actors(h._actor_id.hex())["State"] != "DEAD"]
+        except Exception:  # noqa: BLE001  (a private table: waiting is a courtesy)
+            return False
+        if left:
+            time.sleep(0.05)
+    return not left
+
+
+class RoleFailedError(RuntimeError):
+    """A role the run cannot replace died or raised; the message names it (and its node when
+    it is not the driver's) and the last checkpoint to resume from."""
+
+    def __init__(self, message: str, role: str) -> None:
+        super().__init__(message)
+        self.role = role
+
+
+class LearnerFailedError(RoleFailedError):
     """The learner actor died or stopped; the message names the last checkpoint to resume."""
 
 
 def describe_error(error: BaseException) -> str:
-    """``"Type: message"`` of the original exception behind a Ray error, on one line."""
+    """``"Type: message"`` of the original exception behind a Ray error, on one line and whole:
+    the cause's first line, or for an actor that died, Ray's reason (its last line)."""
     cause = getattr(error, "cause", None)
     if isinstance(cause, BaseException):
         error = cause
+    ours = not type(error).__module__.startswith("ray.")  # Ray's own put the reason last
     lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[-1][:200] if lines else ''}"
+    lines = lines[:1] if ours else lines[-1:]
+    return f"{type(error).__name__}: {lines[0].strip() if lines else ''}"
+
+
+def node_of(handle: ActorHandle) -> str | None:
+    """``"node 1a2b3c4d (10.0.0.7)"`` where ``handle``'s actor runs, if not this process's
+    node; ``None`` on the driver's node or if Ray cannot say."""
+    import ray
+
+    try:
+        from ray._private import state  # the GCS actor table: no dashboard needed
+
+        address = state.actors(handle._actor_id.hex())["Address"]
+        if address["NodeID"] == ray.get_runtime_context().get_node_id():
+            return None
+        return f"node {address['NodeID'][:8]} ({address['IPAddress']})"
+    except Exception:  # noqa: BLE001  (a private table: naming the node is a courtesy)
+        return None
 
 
 class Supervisor:
@@ -46,11 +102,14 @@ class Supervisor:
         max_restarts: Restarts allowed per role before the run gives up.
         history: Where restart events are logged.
         last_checkpoint: Called for the newest checkpoint path, named in a learner failure.
+        checkpoints: Whether the driver can keep checkpoints (``checkpoint_dir=...``).
     """
 
     def __init__(self, timeout_s: float, max_restarts: int, history: History,
-                 last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
+                 last_checkpoint: Callable[[], Path | None] = lambda: None,
+                 checkpoints: bool = True) -> None:
         self.timeout_s = timeout_s
+        self.checkpoints = checkpoints
         self.max_restarts = max_restarts
         self.history = history
         self.last_checkpoint = last_checkpoint
@@ -68,6 +127,7 @@ class Supervisor:
 
         for handle in self.started:
             ray.kill(handle, no_restart=True)
+        wait_gone(self.started, EXIT_TIMEOUT_S)
 
     def __getitem__(self, role: str) -> ActorHandle:
         return self.handles[role]
@@ -91,6 +151,9 @@ class Supervisor:
         """
         import ray
 
+        dead = self.dead_roles()
+        if dead:  # a worker that failed because a server died: no restart can help
+            raise self.failure(error, role, "running") from error
         ray.kill(self.handles[role], no_restart=True)
         self.restarts[role] += 1
         n = self.restarts[role]
@@ -115,8 +178,11 @@ class Supervisor:
         Raises:
             TimeoutError: if ``role`` did not answer in time.
             FloatingPointError: if the role raised one (a non-finite loss), with its message.
-            LearnerFailedError: if the learner died or raised, naming the last checkpoint.
-            ray.exceptions.RayError: any other role's failure, for the caller to restart it.
+            RoleFailedError: if a role that cannot be replaced died or raised (the learner:
+                :class:`LearnerFailedError`), naming it, even when the call was to another
+                role that failed because of it; and the last checkpoint.
+            ray.exceptions.RayError: a worker's or the evaluator's own failure, for the
+                caller to restart it.
         """
         import ray
         from ray.exceptions import GetTimeoutError, RayError
@@ -132,17 +198,50 @@ class Supervisor:
             if isinstance(cause, FloatingPointError):
                 raise FloatingPointError(f"the {role} stopped while {doing}: {cause} (last "
                                          f"checkpoint: {self.last_checkpoint()})") from error
-            if role == "learner":
-                raise self.learner_failed(error, doing) from error
+            if not role.startswith(RESTARTABLE):
+                raise self.failure(error, role, doing) from error
             raise
 
-    def learner_failed(self, error: BaseException, doing: str) -> LearnerFailedError:
+    def dead_roles(self, besides: str = "") -> list[str]:
+        """The roles that cannot be replaced whose actor no longer answers ``ping`` (a busy
+        actor that has not answered within 2 s counts as alive)."""
+        import ray
+        from ray.exceptions import RayError
+
+        roles = [r for r in self.handles if not r.startswith(RESTARTABLE) and r != besides]
+        pings = {self.handles[r].ping.remote(): r for r in roles}
+        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=2.0)
+        dead = []
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except RayError:
+                dead.append(pings[ref])
+        return sorted(dead, key=roles.index)
+
+    def failure(self, error: BaseException, role: str, doing: str) -> RoleFailedError:
+        """The error for a failed call to ``role``: it names the role that really failed
+        (another that died first, if any, else ``role``), its node, and the checkpoint."""
+        dead = self.dead_roles(besides=role)
+        culprit = dead[0] if dead else role
+        node = node_of(self.handles[culprit]) if culprit in self.handles else None
+        where = f" on {node}" if node else ""
+        what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
+                if dead else f"the {role} actor failed{where} while {doing}")
         last = self.last_checkpoint()
-        where = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
-                 f"with resume_from={str(last)!r}" if last is not None else
-                 "no checkpoint was written (pass checkpoint_dir=... to keep one)")
-        return LearnerFailedError(f"the learner actor failed while {doing} "
-                                  f"({describe_error(error)}); {where}.")
+        if last is not None:
+            fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
+                   f"with resume_from={str(last)!r}")
+        elif self.checkpoints:
+            fix = "no checkpoint was written (pass checkpoint_dir=... to keep one)"
+        else:
+            fix = "Fix: find the cause above (the role's log), then run again"
+        cls = LearnerFailedError if culprit == "learner" else RoleFailedError
+        return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
+
+    def learner_failed(self, error: BaseException, doing: str) -> RoleFailedError:
+        """The error for a failed learner (or for what killed it)."""
+        return self.failure(error, "learner", doing)
 
     def alive(self, role: str) -> bool:
         """Whether ``role`` answers a trivial call (``ping``) within the timeout."""
