@@ -3,30 +3,19 @@ device."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from rlkit.core.types import Batch, NStepBatch, TensorBatch
+from rlkit.core.validation import Rule, check_value, fail, int_rule, require_instance
+from rlkit.replay.nstep import check_batch, check_transition
+from rlkit.replay.sum_tree import BATCH_SIZE, ring_slots
 
 #: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
 MAX_BUFFER_BYTES = 8 * 2**30
-
-
-def ring_slots(pos: int, n: int, capacity: int) -> tuple[int, np.ndarray, int]:
-    """Where ``n`` new items go in a ring of ``capacity`` slots whose next write is at ``pos``.
-
-    Returns:
-        ``(skip, slots, new_pos)``: drop the first ``skip`` items (they would be overwritten
-        within the same batch), write the rest to ``slots``; the next write goes to
-        ``new_pos``. The result is exactly that of adding the items one by one.
-    """
-    skip = max(0, n - capacity)
-    slots = (pos + skip + np.arange(n - skip)) % capacity
-    return skip, slots, (pos + n) % capacity
-
-
 _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
 
 
@@ -65,12 +54,45 @@ def check_buffer_memory(capacity: int, obs_dim: int, action_dim: int | None,
     return nbytes
 
 
-def _check_buffer_state(state: dict[str, Any], capacity: int) -> None:
+def check_sizes(capacity: Any, obs_dim: Any, action_dim: Any, seed: Any, device: Any = "cpu",
+                discrete: bool = True) -> None:
+    """Before anything is allocated, refuse sizes that are not ints >= 1 (a discrete
+    ``action_dim`` is ``None``), storage too large for memory, or a seed that is not an int."""
+    check_value("capacity", capacity, int_rule(1, example=50_000))
+    check_value("obs_dim", obs_dim, int_rule(1, example=4, meaning="the flat observation size"))
+    check_value("action_dim", action_dim, int_rule(1, example=1, optional=discrete,
+                                                   meaning="the continuous action size"))
+    check_value("seed", seed, int_rule(0, example=0))
+    check_buffer_memory(capacity, obs_dim, action_dim, device)
+
+
+def check_state(owner: str, state: Any, capacity: int, stores: dict[str, Any],
+                probes: dict[str, Callable[[Any], Any]]) -> int:
+    """Refuse a ``state`` unlike ``state_dict()``'s before anything changes: ``size`` rows of
+    each of ``stores`` as torch tensors, states that ``probes`` accept. Returns ``size``."""
+    fix = "pass what state_dict() returned (its rows as torch tensors)"
+    require_instance(owner, "state", state, dict, fix)
+    if missing := [k for k in ("capacity", "pos", "size", *stores, *probes) if k not in state]:
+        fail("state", list(state), f"lacks {missing} (another kind of buffer saved it)",
+             "resume with the config that wrote the checkpoint")
     if state["capacity"] != capacity:
         raise ValueError(
             f"the checkpoint's replay buffer has capacity {state['capacity']}, this run's "
             f"buffer_size is {capacity}. Fix: set buffer_size={state['capacity']}, or resume "
             f"from a checkpoint saved with checkpoint_buffer=False.")
+    n = check_value("state['size']", state["size"], int_rule(0, capacity, fix=fix))
+    check_value("state['pos']", state["pos"], int_rule(0, capacity - 1, fix=fix))
+    for name, store in stores.items():
+        rows, row = state[name], tuple(store.shape[1:])
+        require_instance(owner, f"state[{name!r}]", rows, torch.Tensor, fix)
+        if tuple(rows.shape[:1]) != (n,) or rows.numel() != n * int(np.prod(row)):
+            fail(f"state[{name!r}].shape", tuple(rows.shape), f"is not {n} rows of {row}", fix)
+    for key, probe in probes.items():
+        try:
+            probe(state[key])
+        except (TypeError, ValueError, KeyError, RuntimeError) as error:
+            fail(f"state[{key!r}]", state[key], f"is not a generator state ({error})", fix)
+    return n
 
 
 class ReplayBuffer:
@@ -92,22 +114,13 @@ class ReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int | None = None,
                  seed: int = 0, n_step: bool = False) -> None:
-        if not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"capacity={capacity!r} must be a positive int. "
-                             "Fix: pass the number of transitions to keep, e.g. 50_000.")
-        if not isinstance(obs_dim, int) or obs_dim < 1:
-            raise ValueError(f"obs_dim={obs_dim!r} must be a positive int (the flat "
-                             "observation size).")
-        check_buffer_memory(capacity, obs_dim, action_dim)
-        self.capacity = capacity
-        self.obs_dim = obs_dim
-        self.action_dim = action_dim
+        check_sizes(capacity, obs_dim, action_dim, seed)
+        check_value("n_step", n_step, Rule("flag", fix="pass True or False"))
+        self.capacity, self.obs_dim, self.action_dim = capacity, obs_dim, action_dim
         self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
         self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        if action_dim is None:
-            self.actions = np.zeros((capacity,), dtype=np.int64)
-        else:
-            self.actions = np.zeros((capacity, action_dim), dtype=np.float32)
+        self.actions = (np.zeros((capacity,), dtype=np.int64) if action_dim is None
+                        else np.zeros((capacity, action_dim), dtype=np.float32))
         self.rewards = np.zeros((capacity,), dtype=np.float32)
         self.terminations = np.zeros((capacity,), dtype=np.float32)
         self.n_step = n_step
@@ -130,6 +143,8 @@ class ReplayBuffer:
     def add(self, obs: np.ndarray, action: int | np.ndarray, reward: float,
             next_obs: np.ndarray, terminated: bool) -> None:
         """Store one transition. ``terminated`` must be False for a time-limit truncation."""
+        check_transition(self.obs.shape[1:], self.actions.shape[1:], self.action_dim is None,
+                         obs, action, reward, next_obs, terminated)
         i = self.pos
         self.obs[i] = obs
         self.actions[i] = action
@@ -145,12 +160,9 @@ class ReplayBuffer:
         A batch larger than the capacity keeps only its last ``capacity`` transitions, exactly
         as adding them one by one would. An n-step buffer takes only ``NStepBatch``es.
         """
-        if len(batch._fields) != len(self.fields):
-            want = "NStepBatch" if self.n_step else "Batch"
-            raise ValueError(f"this buffer stores {want}es, got a {type(batch).__name__}. Fix: "
-                             "build the buffer with n_step=True for n-step transitions (and "
-                             "pass those only), or n_step=False for one-step ones.")
-        n = len(batch)
+        n = check_batch("ReplayBuffer.add_batch", batch, NStepBatch if self.n_step else Batch,
+                        [getattr(self, name).shape[1:] for name in self.fields],
+                        self.action_dim is None, "pass an NStepBatch if n_step=True, else a Batch")
         if n == 0:
             return
         skip, slots, self.pos = ring_slots(self.pos, n, self.capacity)
@@ -169,14 +181,13 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved into a buffer of the same capacity and sizes."""
-        _check_buffer_state(state, self.capacity)
-        n = state["size"]
+        spare = type(self.rng.bit_generator)()
+        n = check_state("ReplayBuffer.load_state_dict", state, self.capacity,
+                        {name: getattr(self, name) for name in self.fields},
+                        {"rng": lambda value: setattr(spare, "state", value)})
         for name in self.fields:
-            if name not in state:
-                raise ValueError(f"the saved buffer has no {name!r}: it was saved by a buffer "
-                                 "with another n_step setting. Fix: resume with the config "
-                                 "that wrote the checkpoint.")
-            getattr(self, name)[:n] = state[name].numpy()
+            store = getattr(self, name)
+            store[:n] = state[name].cpu().numpy().reshape((n, *store.shape[1:]))
         self.pos, self.size = state["pos"], n
         self.rng.bit_generator.state = state["rng"]
 
@@ -188,11 +199,12 @@ class ReplayBuffer:
             buffer may overwrite its rows afterwards).
 
         Raises:
-            ValueError: if the buffer is empty.
+            ValueError: if the buffer is empty or ``batch_size`` is not an int >= 1.
         """
+        check_value("batch_size", batch_size, BATCH_SIZE)
         if self.size == 0:
-            raise ValueError("cannot sample from an empty ReplayBuffer. Fix: add transitions "
-                             "first (learning_starts must be at least the batch size).")
+            raise ValueError(f"cannot sample batch_size={batch_size} from an empty ReplayBuffer. "
+                             "Fix: add transitions first (learning_starts >= batch_size).")
         idx = self.rng.integers(0, self.size, size=batch_size)
         if self.n_step:
             return NStepBatch(*(getattr(self, name)[idx] for name in self.fields))
@@ -216,7 +228,7 @@ class TensorReplayBuffer:
 
     def __init__(self, capacity: int, obs_dim: int, action_dim: int,
                  device: str | torch.device = "cpu", seed: int = 0) -> None:
-        check_buffer_memory(capacity, obs_dim, action_dim, device)
+        check_sizes(capacity, obs_dim, action_dim, seed, device, discrete=False)
         self.device = torch.device(device)
         self.capacity = capacity
         f32 = dict(dtype=torch.float32, device=self.device)
@@ -225,8 +237,7 @@ class TensorReplayBuffer:
         self.actions = torch.zeros((capacity, action_dim), **f32)
         self.rewards = torch.zeros((capacity,), **f32)
         self.terminations = torch.zeros((capacity,), **f32)
-        self.pos = 0
-        self.size = 0
+        self.pos = self.size = 0
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
@@ -235,7 +246,8 @@ class TensorReplayBuffer:
 
     def add_batch(self, batch: Batch) -> None:
         """Copy ``len(batch)`` numpy transitions to the device, wrapping around the ring."""
-        n = len(batch)
+        n = check_batch("TensorReplayBuffer.add_batch", batch, Batch,
+                        [getattr(self, name).shape[1:] for name in _FIELDS])
         if n == 0:
             return
         skip, slots, self.pos = ring_slots(self.pos, n, self.capacity)
@@ -259,22 +271,27 @@ class TensorReplayBuffer:
         """Restore what :meth:`state_dict` saved, onto this buffer's device. A sampling stream
         saved on another kind of device (a CPU run resumed on a GPU) cannot be restored, since
         the two generators keep different states: the sampler is then reseeded."""
-        _check_buffer_state(state, self.capacity)
-        n = state["size"]
+        kind, spare = self.device.type, torch.Generator(device=self.device)
+        same_kind = isinstance(state, dict) and state.get("generator_device", kind) == kind
+        n = check_state("TensorReplayBuffer.load_state_dict", state, self.capacity,
+                        {name: getattr(self, name) for name in _FIELDS},
+                        {"generator": spare.set_state if same_kind else lambda saved: None})
         for name in _FIELDS:
             store = getattr(self, name)
             store[:n] = state[name].reshape((n, *store.shape[1:])).to(store.dtype).to(self.device)
         self.pos, self.size = state["pos"], n
-        if state.get("generator_device", self.device.type) == self.device.type:
+        if same_kind:
             self.generator.set_state(state["generator"])
         else:
             self.generator.manual_seed(n)
 
     def sample(self, batch_size: int) -> TensorBatch:
         """``batch_size`` transitions drawn uniformly with replacement, on the device."""
+        check_value("batch_size", batch_size, BATCH_SIZE)
         if self.size == 0:
-            raise ValueError("cannot sample from an empty TensorReplayBuffer. Fix: add "
-                             "transitions first (learning_starts must be >= the batch size).")
+            raise ValueError(f"cannot sample batch_size={batch_size} from an empty "
+                             "TensorReplayBuffer. Fix: add transitions first (learning_starts "
+                             ">= batch_size).")
         idx = torch.randint(0, self.size, (batch_size,), device=self.device,
                             generator=self.generator)
         return TensorBatch(self.obs[idx], self.actions[idx], self.rewards[idx],

@@ -20,6 +20,10 @@ assignment (and so do we: notebook 04's ablation compares n = 1 and n = 3).
 Windows may cross the end of a fragment: the builder keeps the last ``n - 1`` steps of each env
 and finishes their windows with the next fragment, so no transition is cut short at a fragment
 boundary.
+
+The checks of the transitions every replay structure takes live here too: :func:`check_batch`
+(a batch's type, fields, row shapes and dtypes, without a pass over the data) and
+:func:`check_transition` (one transition).
 """
 
 from __future__ import annotations
@@ -30,6 +34,63 @@ from typing import Any
 import numpy as np
 
 from rlkit.core.types import Batch, NStepBatch
+from rlkit.core.validation import (COUNT, Rule, check_value, fail, int_rule, number_rule,
+                                   require_instance)
+from rlkit.replay.sum_tree import number_array
+
+NUMPY_FIX = "pass numpy arrays, as a rollout's Fragment.batch holds (tensor.cpu().numpy())"
+ACTION_INDEX = int_rule(0, example=1, meaning="an action index")
+REWARD = number_rule(example=1.0)
+TERMINATED = Rule("flag", fix="pass True or False (False for a time-limit truncation)")
+
+
+def check_batch(owner: str, batch: Any, kind: type, rows: Any = None,
+                int_actions: bool = False, fix: str = "") -> int:
+    """Refuse a ``batch`` of transitions (for ``owner``, the method called) that is not a
+    ``kind`` of numeric numpy arrays, one row per transition, of the row shapes ``rows`` (one
+    per field; ``None``: any, ``next_obs`` like ``obs``), with int actions if ``int_actions``.
+    O(fields): no pass over the data. Returns ``len(batch)``."""
+    require_instance(owner, "batch", batch, kind,
+                     fix or f"pass a {kind.__name__} of numpy arrays")
+    for name, values in zip(kind._fields, batch):
+        require_instance(owner, f"batch.{name}", values, np.ndarray, NUMPY_FIX)
+    n = batch.obs.shape[0] if batch.obs.ndim else 0
+    if rows is None:
+        obs_row = batch.obs.shape[1:]
+        rows = (obs_row, batch.actions.shape[1:], (), obs_row, *[()] * (len(kind._fields) - 4))
+    for name, values, row in zip(kind._fields, batch, rows):
+        if values.shape != (n, *row):
+            fail(f"batch.{name}.shape", values.shape, f"must be {(n, *row)}, one row per "
+                 "transition", "give every field one row per transition, of the sizes the "
+                 "buffer was built with (obs_dim, action_dim)")
+        ints = int_actions and name == "actions"
+        if values.dtype.kind not in ("iu" if ints else "biuf"):
+            fail(f"batch.{name}.dtype", values.dtype.name, "must be an int dtype (discrete "
+                 "actions are indices)" if ints else "must be a numeric dtype",
+                 "pass int64 actions" if ints else "pass float32 arrays")
+    return n
+
+
+def check_transition(obs_row: tuple[int, ...], action_row: tuple[int, ...], discrete: bool,
+                     obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any) -> None:
+    """Refuse one transition unless ``obs`` and ``next_obs`` are numbers of shape ``obs_row``,
+    ``action`` an int >= 0 (``discrete``) or numbers of shape ``action_row``, ``reward`` a
+    finite number and ``terminated`` a bool."""
+    for name, value, row in (("obs", obs, obs_row), ("next_obs", next_obs, obs_row),
+                             ("action", action, action_row)):
+        if name == "action" and discrete:
+            check_value("action", action, ACTION_INDEX)
+            continue
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError, RuntimeError) as error:  # a CUDA tensor, ragged lists
+            fail(name, value, f"cannot be read as a numpy array ({error})", NUMPY_FIX)
+        if array.shape != row:
+            fail(f"{name}.shape", array.shape, f"must be {row}", f"pass one {name}, of shape {row}")
+        if array.dtype.kind not in "biuf":
+            fail(f"{name}.dtype", array.dtype.name, "must be a numeric dtype", NUMPY_FIX)
+    check_value("reward", reward, REWARD)
+    check_value("terminated", terminated, TERMINATED)
 
 
 class NStepBuilder:
@@ -42,11 +103,9 @@ class NStepBuilder:
     """
 
     def __init__(self, n: int, gamma: float, num_envs: int) -> None:
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"n_step={n!r} must be an int >= 1 (1 = one-step targets). "
-                             "Fix: use n_step=3, the Ape-X value.")
-        if not 0 < gamma <= 1:
-            raise ValueError(f"gamma={gamma!r} must be in (0, 1]. Fix: use gamma=0.99.")
+        check_value("n_step", n, int_rule(1, example=3, meaning="1 = one-step targets"))
+        check_value("gamma", gamma, number_rule(above=0, at_most=1, example=0.99))
+        check_value("num_envs", num_envs, COUNT)
         self.n, self.gamma, self.num_envs = n, float(gamma), num_envs
         # per env: its last n-1 steps, their end flags, and whether their windows are unsent
         self._tails: list[tuple[Batch, np.ndarray, np.ndarray] | None] = [None] * num_envs
@@ -67,20 +126,22 @@ class NStepBuilder:
             episode end, grouped by env. Windows still open (the last ``n - 1`` steps of an
             unfinished episode) are returned by a later call.
         """
-        n_env = self.num_envs
+        n_env, m = self.num_envs, check_batch("NStepBuilder.add", batch, Batch)
         if env_ids is None:
-            if len(batch) % n_env:
-                raise ValueError(f"a fragment of {len(batch)} rows does not hold whole steps "
-                                 f"of {n_env} envs. Fix: pass env_ids.")
-            env_ids = np.tile(np.arange(n_env), len(batch) // n_env)
-        env_ids = np.asarray(env_ids)
-        if len(ends) != len(batch) or len(env_ids) != len(batch):
-            raise ValueError(f"a fragment of {len(batch)} rows came with {len(ends)} end flags "
-                             f"and {len(env_ids)} env ids. Fix: pass one of each per row.")
+            if m % n_env:
+                fail("len(batch)", m, f"is not a whole number of steps of num_envs={n_env} "
+                     "envs", "pass env_ids")
+            env_ids = np.tile(np.arange(n_env), m // n_env)
+        ends = number_array("ends", ends, "biu", "a bool", "pass one end flag per row (bool)")
+        env_ids = number_array("env_ids", env_ids, "iu", "an int", "pass one env index per row")
+        for name, values in (("ends", ends), ("env_ids", env_ids)):
+            if len(values) != m:
+                fail(f"len({name})", len(values), f"differs from the batch's {m} rows",
+                     "pass one per row")
         if len(env_ids) and not 0 <= env_ids.min() <= env_ids.max() < n_env:
             raise ValueError(f"env_ids must lie in [0, {n_env}). Fix: build the builder with "
                              "the runner's num_envs.")
-        ends = np.asarray(ends, dtype=bool)
+        ends = ends.astype(bool, copy=False)
         outputs = [self._add_env(j, Batch(*(np.asarray(a)[env_ids == j] for a in batch)),
                                  ends[env_ids == j]) for j in range(n_env)]
         return NStepBatch(*(np.concatenate(column) for column in zip(*outputs)))

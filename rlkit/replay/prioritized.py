@@ -23,10 +23,21 @@ import numpy as np
 import torch
 
 from rlkit.core.types import NStepBatch
-from rlkit.replay.buffers import check_buffer_memory, ring_slots
-from rlkit.replay.sum_tree import PriorityTree
+from rlkit.core.validation import check_value, fail, number_rule
+from rlkit.replay.buffers import check_sizes
+from rlkit.replay.nstep import check_batch
+from rlkit.replay.sum_tree import (BATCH_SIZE, PriorityTree, index_array, number_array,
+                                   ring_slots, value_array)
 
 _FIELDS = NStepBatch._fields
+#: The importance-sampling exponent: 0 (no correction) to 1 (full correction).
+BETA = number_rule(at_least=0, at_most=1, example=0.4)
+#: The prioritisation exponent: 0 (uniform) to 1 (in full proportion to |TD error|).
+ALPHA = number_rule(at_least=0, at_most=1, example=0.6)
+MIN_PRIORITY = number_rule(above=0, fix="pass the smallest stored priority "
+                           "(PrioritizedReplay.min_priority)")
+PROGRESS = number_rule(example=0.5, meaning="clipped to [0, 1]")  # the fraction of the run done
+BETA_END = number_rule(at_least=0, at_most=1, example=1.0)
 
 
 class PrioritizedSample(NamedTuple):
@@ -48,21 +59,17 @@ class PrioritizedSample(NamedTuple):
 def check_alpha(alpha: float, field: str = "alpha") -> None:
     """Reject a prioritisation exponent outside ``[0, 1]`` (0 = uniform, 1 = fully
     proportional)."""
-    if not (isinstance(alpha, (int, float)) and 0 <= alpha <= 1):
-        raise ValueError(f"{field}={alpha!r} must be in [0, 1] (0 samples uniformly, 1 in full "
-                         f"proportion to |TD error|). Fix: use {field}=0.6, the Ape-X value.")
+    if not ALPHA.accepts(alpha):
+        fail(field, alpha, "must be in [0, 1] (0 samples uniformly, 1 in full proportion to "
+             "|TD error|)", f"use {field}=0.6, the Ape-X value")
 
 
-def check_td_errors(td_errors: np.ndarray, field: str = "priorities") -> np.ndarray:
-    """``td_errors`` as a float64 array, or a ``ValueError`` naming ``field`` if any is
-    negative, NaN or infinite."""
-    values = np.asarray(td_errors, dtype=np.float64).reshape(-1)
-    ok = np.isfinite(values) & (values >= 0)
-    if not ok.all():
-        raise ValueError(f"{field} must be finite and >= 0 (|TD error|); got "
-                         f"{values[~ok][:3].tolist()}. Fix: pass abs(td_error); a NaN means the "
-                         "loss diverged (lower the learning rate).")
-    return values
+def check_td_errors(td_errors: np.ndarray, field: str = "td_errors") -> np.ndarray:
+    """``td_errors`` as a flat float64 array, or a ``ValueError`` naming ``field`` if one is
+    negative, NaN, infinite or not a number (one vectorised pass)."""
+    return value_array(field, td_errors, "cannot become a priority: priorities must be finite "
+                       "and >= 0 (|TD error|)", "pass abs(td_error); a NaN means the loss "
+                       "diverged (lower the learning rate)")
 
 
 def importance_weights(priorities: np.ndarray, min_priority: float, beta: float) -> np.ndarray:
@@ -76,14 +83,31 @@ def importance_weights(priorities: np.ndarray, min_priority: float, beta: float)
 
     Returns:
         ``(B,)`` float32 weights in ``(0, 1]``.
+
+    Raises:
+        ValueError: if ``beta`` is not in ``[0, 1]``, ``min_priority`` is not finite and > 0,
+            or a priority is below ``min_priority`` (or not finite).
     """
-    return ((np.asarray(priorities) / min_priority) ** -beta).astype(np.float32)
+    check_value("beta", beta, BETA)
+    check_value("min_priority", min_priority, MIN_PRIORITY)
+    return _weights(value_array(
+        "priorities", priorities, f"is not a stored priority: priorities must be finite and >= "
+        f"min_priority={min_priority}", "pass the priorities a sample returned", min_priority),
+        min_priority, beta)
+
+
+def _weights(priorities: np.ndarray, min_priority: float, beta: float) -> np.ndarray:
+    """:func:`importance_weights` without its checks."""
+    return ((priorities / min_priority) ** -beta).astype(np.float32)
 
 
 def beta_at(progress: float, beta_start: float = 0.4, beta_end: float = 1.0) -> float:
     """``beta`` annealed linearly from ``beta_start`` to ``beta_end`` over ``progress`` in
     ``[0, 1]`` (the fraction of the run done: Ape-X passes env steps / ``total_steps``, so the
     schedule scales with the budget, and a run that solves early stops before ``beta`` = 1)."""
+    check_value("progress", progress, PROGRESS)
+    check_value("beta_start", beta_start, BETA)
+    check_value("beta_end", beta_end, BETA_END)
     return beta_start + (beta_end - beta_start) * min(max(progress, 0.0), 1.0)
 
 
@@ -102,10 +126,9 @@ class PrioritizedReplay:
     def __init__(self, capacity: int, obs_dim: int, action_dim: int | None = None,
                  alpha: float = 0.6, eps: float = 1e-3, seed: int = 0) -> None:
         check_alpha(alpha)
-        if not (isinstance(eps, (int, float)) and eps > 0):
-            raise ValueError(f"eps={eps!r} must be > 0 so that every item can be drawn. "
-                             "Fix: use eps=1e-3.")
-        check_buffer_memory(capacity, obs_dim, action_dim)
+        check_value("eps", eps, number_rule(above=0, example=1e-3,
+                                            meaning="so that every item can be drawn"))
+        check_sizes(capacity, obs_dim, action_dim, seed)
         self.capacity, self.alpha, self.eps = capacity, float(alpha), float(eps)
         self.tree = PriorityTree(capacity)
         act_shape, act_dtype = ((), np.int64) if action_dim is None else ((action_dim,),
@@ -142,14 +165,18 @@ class PrioritizedReplay:
         collected them), overwriting the oldest when full.
 
         Raises:
-            ValueError: if the lengths differ or a TD error is negative, NaN or infinite.
+            ValueError: if the lengths differ or a TD error is negative, NaN or infinite, or
+                ``batch`` does not fit the storage (see :func:`~rlkit.replay.nstep.check_batch`).
         """
-        n = len(batch)
-        if len(td_errors) != n:
-            raise ValueError(f"got {n} transitions but {len(td_errors)} TD errors.")
+        n = check_batch("PrioritizedReplay.add", batch, NStepBatch,
+                        [store.shape[1:] for store in self.storage],
+                        self.storage.actions.dtype.kind == "i")
+        priorities = self.priority_of(td_errors)
+        if len(priorities) != n:
+            fail("len(td_errors)", len(priorities), f"differs from the batch's {n} transitions",
+                 "pass one |TD error| per transition")
         if n == 0:
             return
-        priorities = self.priority_of(td_errors)
         skip, slots, _ = ring_slots(self.added % self.capacity, n, self.capacity)
         for store, values in zip(self.storage, batch, strict=True):
             store[slots] = np.asarray(values)[skip:]
@@ -160,16 +187,21 @@ class PrioritizedReplay:
         """Draw ``batch_size`` items by stratified proportional sampling.
 
         Raises:
-            ValueError: if the buffer is empty.
+            ValueError: if the buffer is empty, ``batch_size`` is not an int >= 1 or ``beta``
+                is not in ``[0, 1]``. A ``batch_size`` above ``len(self)`` is fine (Ape-X
+                draws a shard's share of a batch by its total priority, not its size).
         """
+        check_value("batch_size", batch_size, BATCH_SIZE)
+        check_value("beta", beta, BETA)
         if self.added == 0:
-            raise ValueError("cannot sample from an empty PrioritizedReplay. Fix: add "
-                             "transitions first (learning_starts >= batch_size).")
+            raise ValueError(f"cannot sample batch_size={batch_size} from an empty "
+                             "PrioritizedReplay. Fix: add transitions first (learning_starts "
+                             ">= batch_size).")
         slots = self.tree.stratified_sample(batch_size, self.rng)
         priorities = self.tree[slots]
         batch = NStepBatch(*(store[slots] for store in self.storage))
         ids = self.id_of(slots)
-        weights = importance_weights(priorities, self.tree.min, beta)
+        weights = _weights(priorities, self.tree.min, beta)
         return PrioritizedSample(batch, ids, priorities, weights)
 
     def id_of(self, slots: np.ndarray) -> np.ndarray:
@@ -185,15 +217,15 @@ class PrioritizedReplay:
             How many of the ``ids`` were still stored and got updated.
 
         Raises:
-            ValueError: if a TD error is negative, NaN or infinite, or an id was never added.
+            ValueError: if a TD error is negative, NaN or infinite, an id is not an int or was
+                never issued, or the lengths differ.
         """
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        ids = index_array("ids", ids, self.added, "pass the ids that sample() returned",
+                          ", the ids of the items added so far")
         priorities = self.priority_of(td_errors)
         if len(ids) != len(priorities):
-            raise ValueError(f"got {len(ids)} ids but {len(priorities)} TD errors.")
-        if len(ids) and (ids.min() < 0 or ids.max() >= self.added):
-            raise ValueError(f"ids must be in [0, {self.added}), the items added so far; got "
-                             f"[{ids.min()}, {ids.max()}].")
+            fail("len(td_errors)", len(priorities), f"differs from len(ids)={len(ids)}",
+                 "pass one |TD error| per id")
         live = ids >= self.added - self.capacity
         self.tree.update(ids[live] % self.capacity, priorities[live])
         return int(live.sum())
@@ -239,8 +271,12 @@ def split_by_priority(totals: np.ndarray, batch_size: int,
     Returns:
         ``(K,)`` int64 counts summing to ``batch_size``.
     """
-    totals = np.asarray(totals, dtype=np.float64)
-    if not (np.isfinite(totals).all() and totals.min() >= 0 and totals.sum() > 0):
-        raise ValueError(f"shard totals must be finite, >= 0 and not all 0; got "
-                         f"{totals.tolist()}. Fix: wait until every shard holds data.")
+    check_value("batch_size", batch_size, BATCH_SIZE)
+    if not isinstance(rng, np.random.Generator):
+        fail("rng", rng, "must be a numpy Generator", "pass np.random.default_rng(seed)")
+    fix = "wait until a shard holds data"
+    totals = number_array("totals", totals, "iuf", "a number", fix).astype(np.float64, copy=False)
+    if not (totals.size and np.isfinite(totals).all() and totals.min() >= 0 and totals.sum() > 0):
+        fail("totals", totals.tolist(), "must be the shard totals: finite, >= 0 and not all 0",
+             fix)
     return rng.multinomial(batch_size, totals / totals.sum())

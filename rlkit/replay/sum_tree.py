@@ -15,11 +15,74 @@ short rows. ``make bench`` (the ``apex`` entry) measures it against the binary t
 
 Every node's sum is recomputed from its children after an update, never adjusted by a
 difference, so rounding errors do not pile up however long a run is.
+
+The module also holds what every replay structure shares about slots, at the bottom of
+``rlkit.replay`` where each can import it: :func:`ring_slots`, :data:`BATCH_SIZE`, and the
+checks of the arrays the public APIs take (:func:`index_array`, :func:`value_array`,
+:func:`number_array`), each one vectorised pass with ``rlkit.core.validation``'s messages.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from rlkit.core.validation import check_value, fail, int_rule
+
+#: A ``sample``'s batch size. Draws are with replacement, so it may exceed what is stored.
+BATCH_SIZE = int_rule(1, example=64)
+
+
+def ring_slots(pos: int, n: int, capacity: int) -> tuple[int, np.ndarray, int]:
+    """Where ``n`` new items go in a ring of ``capacity`` slots whose next write is at ``pos``.
+
+    Returns:
+        ``(skip, slots, new_pos)``: drop the first ``skip`` items (they would be overwritten
+        within the same batch), write the rest to ``slots``; the next write goes to
+        ``new_pos``. The result is exactly that of adding the items one by one.
+    """
+    skip = max(0, n - capacity)
+    slots = (pos + skip + np.arange(n - skip)) % capacity
+    return skip, slots, (pos + n) % capacity
+
+
+def number_array(name: str, values: Any, kinds: str, what: str, fix: str) -> np.ndarray:
+    """``values`` (any array-like) as a flat numpy array whose dtype kind is in ``kinds``
+    (``"iu"``: ints, ``"iuf"``: numbers), else a ``ValueError`` naming ``name`` and saying its
+    entries must each be ``what`` (``"an int"``); O(1) unless a conversion is needed. An empty
+    array of any dtype passes (``np.array([])`` is float)."""
+    try:
+        array = np.asarray(values).reshape(-1)
+    except (TypeError, ValueError, RuntimeError) as error:  # a CUDA tensor, a ragged list
+        fail(name, values, f"cannot be read as a numpy array ({error})", fix)
+    if array.size and array.dtype.kind not in kinds:
+        fail(f"{name}[0]", array[:1].tolist()[0],
+             f"is not {what} ({name} has dtype {array.dtype})", fix)
+    return array
+
+
+def index_array(name: str, values: Any, high: int, fix: str, note: str = "") -> np.ndarray:
+    """``values`` as a flat int64 array of indices in ``[0, high)``, else a ``ValueError``
+    naming ``name`` and the first bad entry: a float, bool or str index (never truncated) or
+    one out of range. One vectorised pass (a min and a max)."""
+    array = number_array(name, values, "iu", "an int", fix).astype(np.int64, copy=False)
+    if array.size and (array.min() < 0 or array.max() >= high):
+        i = int(np.flatnonzero((array < 0) | (array >= high))[0])
+        fail(f"{name}[{i}]", int(array[i]),
+             f"is out of range: {name} must be in [0, {high}){note}", fix)
+    return array
+
+
+def value_array(name: str, values: Any, rule: str, fix: str, low: float = 0.0) -> np.ndarray:
+    """``values`` as a flat float64 array, each finite and ``>= low``, else a ``ValueError``
+    naming ``name``, the first bad entry and ``rule``. One vectorised pass."""
+    array = number_array(name, values, "iuf", "a number", fix).astype(np.float64, copy=False)
+    ok = np.isfinite(array) & (array >= low)
+    if not ok.all():
+        i = int(np.argmin(ok))
+        fail(f"{name}[{i}]", float(array[i]), rule, fix)
+    return array
 
 
 def _last_write_wins(indices: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -49,10 +112,10 @@ class PriorityTree:
     """
 
     def __init__(self, capacity: int, fanout: int = 16, top_size: int = 1024) -> None:
-        for name, value, low in (("capacity", capacity, 1), ("fanout", fanout, 2),
-                                 ("top_size", top_size, 1)):
-            if not isinstance(value, int) or value < low:
-                raise ValueError(f"{name}={value!r} must be an int >= {low}.")
+        for name, value, low, example in (("capacity", capacity, 1, 100_000),
+                                          ("fanout", fanout, 2, 16),
+                                          ("top_size", top_size, 1, 1024)):
+            check_value(name, value, int_rule(low, example=example))
         size, depth = capacity, 0
         while size > top_size:
             size, depth = -(-size // fanout), depth + 1
@@ -85,22 +148,19 @@ class PriorityTree:
             priorities: ``(B,)`` finite values >= 0. A priority of 0 empties the slot.
 
         Raises:
-            ValueError: for an index out of range, or a negative or non-finite priority.
+            ValueError: for a float or out-of-range index, a negative or non-finite priority,
+                or lengths that differ.
         """
-        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
-        priorities = np.asarray(priorities, dtype=np.float64).reshape(-1)
+        indices = index_array("indices", indices, self.capacity, "pass int slot numbers",
+                              ", the tree's slots")
+        priorities = value_array(
+            "priorities", priorities, "is not a priority: priorities must be finite and >= 0",
+            "pass |TD error|, which is NaN only if the loss diverged (lower the learning rate)")
         if len(indices) != len(priorities):
-            raise ValueError(f"got {len(indices)} indices but {len(priorities)} priorities.")
+            fail("len(priorities)", len(priorities), f"differs from len(indices)={len(indices)}",
+                 "pass one priority per index")
         if len(indices) == 0:
             return
-        if indices.min() < 0 or indices.max() >= self.capacity:
-            raise ValueError(f"indices must lie in [0, {self.capacity}); got "
-                             f"[{indices.min()}, {indices.max()}].")
-        if not (np.isfinite(priorities).all() and priorities.min() >= 0):
-            bad = priorities[~(np.isfinite(priorities) & (priorities >= 0))][:3]
-            raise ValueError(f"priorities must be finite and >= 0; got {bad.tolist()}. Fix: "
-                             "pass |TD error|, which is NaN only if the loss diverged (lower "
-                             "the learning rate).")
         nodes, values = _last_write_wins(indices, priorities)
         self.levels[-1][nodes] = values
         self.min_levels[-1][nodes] = np.where(values > 0, values, np.inf)
@@ -125,13 +185,19 @@ class PriorityTree:
             ``(B,)`` int64 slot indices.
 
         Raises:
-            ValueError: if every priority is 0.
+            ValueError: if every priority is 0, or a target is NaN, infinite or negative.
         """
+        return self._descend(value_array(
+            "targets", targets, "is not a prefix sum: targets must be finite and >= 0",
+            "draw targets as rng.random(B) * tree.total"))
+
+    def _descend(self, targets: np.ndarray) -> np.ndarray:
+        """:meth:`find_prefix` without its checks (``targets``: finite float64 >= 0)."""
         top = self.levels[0]
         running = np.cumsum(top)
         if not running[-1] > 0:
             raise ValueError("cannot sample: every priority is 0. Fix: add items first.")
-        u = np.minimum(np.asarray(targets, dtype=np.float64), np.nextafter(running[-1], 0))
+        u = np.minimum(targets, np.nextafter(running[-1], 0))
         node = np.searchsorted(running, u, side="right")  # first running sum > u
         u = u - (running[node] - top[node])
         f = self.fanout
@@ -157,6 +223,9 @@ class PriorityTree:
         Returns:
             ``(batch_size,)`` int64 slot indices.
         """
+        check_value("batch_size", batch_size, BATCH_SIZE)
+        if not isinstance(rng, np.random.Generator):
+            fail("rng", rng, "must be a numpy Generator", "pass np.random.default_rng(seed)")
         total = float(self.levels[0].sum())
         bounds = (np.arange(batch_size) + rng.random(batch_size)) * (total / batch_size)
-        return self.find_prefix(bounds)
+        return self._descend(bounds)
