@@ -100,7 +100,8 @@ def test_a_solved_run_launches_nothing_more():
 
     class Run(DriverRun):
         def __init__(self):
-            super().__init__(RunOptions(), total_steps=100, name="test")
+            super().__init__(RunOptions(), total_steps=100, name="test", algorithm="test",
+                             config=SMALL_DQN)
             self.supervisor = _Calls()
             self.evaluations, self.launched = [], 0
 

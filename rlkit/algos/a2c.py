@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlkit.core.common import eval_seed
-from rlkit.core.networks import load_numpy_weights, make_adam, mlp, module_weights
+from rlkit.core.networks import (load_numpy_weights, load_optimizer_state, make_adam, mlp,
+                                 module_weights)
 from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
 from rlkit.core.validation import Validated, flag, integer, layers, number, text
 from rlkit.envs.evaluation import evaluate_policy
@@ -186,7 +187,33 @@ def a2c_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
     return total, {k: float(v.detach()) for k, v in parts.items()}
 
 
-class A2CLearner:
+class ActorCriticState:
+    """What the actor-critic learners (A2C's, IMPALA's) share: ``net``, ``optimizer`` and
+    ``updates``, their weights, and their state for a checkpoint."""
+
+    net: ActorCritic
+    optimizer: torch.optim.Optimizer
+    updates: int
+
+    def get_weights(self) -> Weights:
+        return module_weights(self.net)
+
+    def set_weights(self, weights: Weights) -> None:
+        load_numpy_weights(self.net, weights)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Network, optimiser and update count: everything needed to continue training."""
+        return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        self.net.load_state_dict(state["net"])
+        load_optimizer_state(self.optimizer, state["optimizer"])
+        self.updates = int(state["updates"])
+
+
+class A2CLearner(ActorCriticState):
     """Owns an :class:`ActorCritic` and its Adam optimiser; gradients travel as flat arrays.
 
     Args:
@@ -243,9 +270,3 @@ class A2CLearner:
             raise ValueError(f"gradient has {flat_t.numel()} entries, the network {offset}")
         self.optimizer.step()
         self.updates += 1
-
-    def get_weights(self) -> Weights:
-        return module_weights(self.net)
-
-    def set_weights(self, weights: Weights) -> None:
-        load_numpy_weights(self.net, weights)

@@ -17,10 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlkit.algos.a2c import ActorCritic
+from rlkit.algos.a2c import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import nstep_returns, vtrace
-from rlkit.core.networks import load_numpy_weights, make_adam, module_weights
-from rlkit.core.types import Weights
+from rlkit.core.networks import make_adam
 from rlkit.core.validation import Validated, fail, flag, integer, layers, number, text
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment, check_fragment
@@ -172,7 +171,7 @@ def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALA
                   "clipped_fraction": (ratio > config.rho_bar).float().mean().item()}
 
 
-class VTraceLearner:
+class VTraceLearner(ActorCriticState):
     """Owns the network and its optimiser; one :meth:`update` per batch of ``B`` fragments.
 
     ``updates`` is also the policy *version*: the weights after ``k`` updates are version ``k``.
@@ -197,9 +196,3 @@ class VTraceLearner:
         self.optimizer.step()
         self.updates += 1
         return metrics
-
-    def get_weights(self) -> Weights:
-        return module_weights(self.net)
-
-    def set_weights(self, weights: Weights) -> None:
-        load_numpy_weights(self.net, weights)

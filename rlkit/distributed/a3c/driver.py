@@ -91,8 +91,10 @@ def train_a3c_ray(config: A2CConfig, num_workers: int = 2,
         max_steps: Stop after this many env steps (default ``config.total_steps``).
         evaluate: Run greedy evaluations (and stop when one reaches the target).
         options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
-            ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"`` and
-            ``"gradient server"``.
+            ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
+            ``checkpoint_every`` (default 500 updates), ``resume_from``); the roles are
+            ``"worker i"`` and ``"gradient server"``, whose network and Adam state a
+            checkpoint holds (an A2C checkpoint resumes under A3C and the other way round).
     """
     return A3CRun(config, num_workers, worker_env_ids, max_steps, evaluate,
                   build(RunOptions, "train_a3c_ray", options)).run()
@@ -114,6 +116,8 @@ class GradientServerRun(DriverRun):
     (or restarting the worker that failed to send one), evaluating, the result."""
 
     NAME = "A3C"
+    LEARNER = "gradient server"
+    CHECKPOINT_EVERY = 500
 
     def __init__(self, config: A2CConfig, num_workers: int, env_ids: list[str | None] | None,
                  max_steps: int | None, evaluate: bool, options: RunOptions) -> None:
@@ -123,7 +127,7 @@ class GradientServerRun(DriverRun):
         check_value("max_steps", max_steps, int_rule(1, example=50_000, optional=True))
         check_value("evaluate", evaluate, Rule("flag", fix="pass True or False"))
         budget = config.total_steps if max_steps is None else max_steps
-        super().__init__(options, budget, f"{self.NAME} ({num_workers} workers)")
+        super().__init__(options, budget, f"{self.NAME} ({num_workers} workers)", "A2C", config)
         self.env_ids = list(env_ids) if env_ids is not None else [None] * num_workers
         if len(self.env_ids) != num_workers:
             raise ValueError(f"worker_env_ids has {len(self.env_ids)} entries for "
@@ -156,7 +160,9 @@ class GradientServerRun(DriverRun):
         for i, env_id in enumerate(self.env_ids):
             sup.start(f"worker {i}", lambda r, i=i, e=env_id: ray.remote(GradientWorker).options(
                 num_cpus=plan.worker_cpus).remote(config, i, e, r))
-        sup.wait_started(list(sup.handles), max(STARTUP_TIMEOUT_S, self.options.timeout_s))
+        timeout = max(STARTUP_TIMEOUT_S, self.options.timeout_s)
+        sup.wait_started(list(sup.handles), timeout)
+        self.restore_learner(timeout)
         self.weights_ref = server.weights.remote()
 
     def done(self) -> bool:
@@ -206,6 +212,7 @@ class GradientServerRun(DriverRun):
         self.stats = sup.get(sup["gradient server"].stats.remote(), "gradient server",
                              "reading its statistics")
         self.weights = sup.get(self.weights_ref, "gradient server", "sending its weights")
+        self.save()
 
     def result(self) -> A3CResult:
         stats = self.stats
@@ -234,6 +241,8 @@ class A3CRun(GradientServerRun):
         if self.receive(ref, i) is not None:
             # the reference, not the array: the gradient goes worker -> server directly
             self.weights_ref = self.supervisor["gradient server"].apply.remote(ref)
+            self.updates += 1
+            self.maybe_save(self.updates)
             self.maybe_evaluate()
         self.launch(i)
 
@@ -259,6 +268,8 @@ class A2CRun(GradientServerRun):
             self.weights_ref = self.supervisor["gradient server"].apply_mean.remote(
                 *self.arrived)
             self.arrived = []
+            self.updates += 1
+            self.maybe_save(self.updates)
             self.maybe_evaluate()
         if not self.done():
             for i in range(self.num_workers):

@@ -7,7 +7,7 @@ drivers are in :mod:`rlkit.distributed.a3c.driver`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from rlkit.core.common import worker_seed
 from rlkit.core.types import Weights
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner, Fragment
+from rlkit.train.checkpoint import LearnerState, to_cpu
 
 
 class WeightsMessage(NamedTuple):
@@ -100,6 +101,15 @@ class GradientServer:
 
     def ping(self) -> bool:
         return True
+
+    def state(self, include_buffer: bool = False) -> LearnerState:
+        """The learner's state on the CPU, for a checkpoint (the network and its Adam state)."""
+        return LearnerState(to_cpu(self.learner.state_dict()), None)
+
+    def restore(self, learner_state: dict[str, Any], buffer_state: Any = None) -> int:
+        """Load a checkpoint's learner state; the update count."""
+        self.learner.load_state_dict(learner_state)
+        return self.learner.updates
 
     @property
     def version(self) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rlkit.algos.apex import ApexAlgorithm, ApexDDPG, ApexDQN
-from rlkit.core.common import eval_seed, next_multiple, updates_due
+from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, require_instance
@@ -33,6 +33,7 @@ from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
+from rlkit.train.checkpoint import updates_owed
 
 #: Log-spaced bins of the stored priorities ``(|delta| + eps) ** alpha`` for the histograms.
 PRIORITY_BINS = np.logspace(-2, 1.5, 36)
@@ -65,8 +66,11 @@ def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
     Args:
         algo: The algorithm with its config and its :class:`~rlkit.algos.apex.ApexConfig`.
         options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
-            ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"``,
-            ``"shard k"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
+            ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
+            ``checkpoint_every`` (default 2000 updates), ``resume_from``); the roles are
+            ``"worker i"``, ``"shard k"``, ``"learner"``, ``"evaluator"`` and ``"parameter
+            server"``. A checkpoint holds the learner; a resumed run refills the shards
+            (``learning_starts`` fresh env steps before its first update).
 
     Raises:
         ValueError: if the cluster cannot hold the workers and shards (more shards than
@@ -80,8 +84,10 @@ def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
 class ApexRun(DriverRun):
     """One Ape-X run's actors and bookkeeping, on the shared :class:`DriverRun` loop."""
 
+    CHECKPOINT_EVERY = 2_000
+
     def __init__(self, algo: ApexAlgorithm, options: RunOptions) -> None:
-        super().__init__(options, algo.config.total_steps, algo.name)
+        super().__init__(options, algo.config.total_steps, algo.name, algo.name, algo.config)
         self.algo, self.cfg, self.apex = algo, algo.config, algo.apex
         cluster_cpus = require_ray()["CPU"]
         if self.apex.num_shards > cluster_cpus:
@@ -90,7 +96,7 @@ class ApexRun(DriverRun):
         # the learner gets 1 CPU; workers and shards share the rest (0.25 each on 2 CPUs)
         self.plan = plan_resources(self.apex.num_workers, cluster_cpus, 0,
                                    shards=self.apex.num_shards)
-        self.asked = self.updates = 0
+        self.asked = self.updates  # a resumed run's learner has done these already
         self.solved_at: tuple[int, float] | tuple[None, None] = (None, None)
         self.weights: Weights = {}
         self.weights_steps = 0  # env steps collected when the learner sent ``weights``
@@ -129,6 +135,7 @@ class ApexRun(DriverRun):
         sup.start("evaluator", lambda r: ray.remote(Evaluator).options(num_cpus=0).remote(algo))
         sup.wait_started([r for r in sup.handles if r != "parameter server"],
                          max(STARTUP_TIMEOUT_S, timeout))
+        self.restore_learner(max(STARTUP_TIMEOUT_S, timeout))
         sup.get(sup["learner"].publish.remote(), "learner", "publishing its first weights")
 
     def train(self) -> None:
@@ -165,6 +172,7 @@ class ApexRun(DriverRun):
         self.updates = report.updates
         self.weights, self.weights_steps = report.weights, self.env_steps
         self.history.log_loss(self.env_steps, report.loss)
+        self.maybe_save(self.updates)
 
     def on_evaluation(self, ref: Any) -> None:
         self.evaluating = False
@@ -185,7 +193,7 @@ class ApexRun(DriverRun):
         """Ask the learner for owed updates, unpark workers it has caught up with, and start
         an evaluation when one is due."""
         cfg, apex = self.cfg, self.apex
-        owed = updates_due(self.env_steps, cfg.learning_starts, cfg.train_every) - self.asked
+        owed = updates_owed(self.env_steps, cfg, self.resumed) - self.asked
         if not self.learner_busy and owed > 0:
             n = min(owed, apex.updates_per_call)
             ref = self.supervisor["learner"].train.remote(n, self.env_steps / cfg.total_steps)
@@ -225,6 +233,7 @@ class ApexRun(DriverRun):
         self.shard_sizes = [s.size for s in self.supervisor.get(
             [self.supervisor[f"shard {k}"].stats.remote() for k in range(self.apex.num_shards)],
             "shards", "reading their sizes")]
+        self.save()
 
     def priority_histogram(self) -> np.ndarray:
         """Counts of all shards' stored priorities in :data:`PRIORITY_BINS`."""

@@ -23,6 +23,7 @@ import numpy as np
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.core.common import next_multiple, worker_seed
+from rlkit.core.types import Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
 from rlkit.distributed.runtime.cluster import plan_resources, require_ray
@@ -44,8 +45,10 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
     Args:
         config: The run's settings.
         options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
-            ``timeout_s``, ``max_restarts``, ``kill_at``); the roles are ``"worker i"``,
-            ``"learner"`` and ``"trajectory queue"``.
+            ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
+            ``checkpoint_every`` (default 50 updates), ``resume_from``); the roles are
+            ``"worker i"``, ``"learner"`` and ``"trajectory queue"``. A checkpoint holds the
+            learner (network, Adam, version), not the queue's fragments.
     """
     require_instance("train_impala_ray", "config", config, IMPALAConfig,
                      "train_impala_ray(IMPALAConfig(...))")
@@ -57,14 +60,16 @@ class ImpalaRun(DriverRun):
     (record it, ask for the next, evaluate when due) and a worker whose ``run()`` ended (only
     a failure ends it before the queue closes: restart it)."""
 
+    CHECKPOINT_EVERY = 50  # updates of B fragments (400k env steps with the defaults)
+
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
-        super().__init__(options, config.total_steps, "IMPALA (Ray)")
+        super().__init__(options, config.total_steps, "IMPALA (Ray)", "IMPALA", config)
         self.config = config
         probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
         self.lags: list[int] = []
-        self.updates, self.weights = 0, {}
+        self.weights: Weights = {}
         self.busy = self.learner_wait = self.eval_seconds = 0.0
         # the roles' own waits (a full queue, an empty one) give up first, with their message
         self.role_timeout = options.timeout_s / 2
@@ -88,7 +93,9 @@ class ImpalaRun(DriverRun):
         for i in range(config.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
                 num_cpus=plan.worker_cpus).remote(config, i, queue, r, timeout))
-        sup.wait_started(list(sup.handles), max(STARTUP_TIMEOUT_S, self.options.timeout_s))
+        timeout = max(STARTUP_TIMEOUT_S, self.options.timeout_s)
+        sup.wait_started(list(sup.handles), timeout)
+        self.restore_learner(timeout)  # before any worker asks for its first weights
 
     def train(self) -> None:
         for i in range(self.config.num_workers):
@@ -131,6 +138,7 @@ class ImpalaRun(DriverRun):
             self.history.log_episode(self.env_steps, now, ret)
         self.history.log_loss(self.env_steps, report.loss)
         self.weights = report.weights  # the policy the recorded env steps trained
+        self.maybe_save(self.updates)  # (the learner may be one call past these env steps)
         self.ask_learner()
         self.maybe_evaluate()
 
@@ -160,6 +168,7 @@ class ImpalaRun(DriverRun):
                              "reading its statistics")
         sup.get(sup["trajectory queue"].close.remote(), "trajectory queue", "closing")
         ray.wait(list(self.pending), num_returns=len(self.pending), timeout=5.0)
+        self.save()
 
     def result(self) -> IMPALAResult:
         lag = float(np.mean(self.lags)) if self.lags else 0.0

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +17,6 @@ import numpy as np
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
-from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm, Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.off_policy.options import RayOptions, RayResult
@@ -31,8 +28,7 @@ from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChann
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError
 from rlkit.envs.make import make_env, space_dims
 from rlkit.replay.buffers import check_buffer_memory
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, interrupts_deferred, load_checkpoint,
-                                    save_on_interrupt, updates_owed)
+from rlkit.train.checkpoint import interrupts_deferred, updates_owed
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -88,9 +84,7 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
     check_buffer_memory(config.buffer_size, obs_dim,
                         None if algo.action_kind == "discrete" else act_dim)
-    resumed = None if opts.resume_from is None else load_checkpoint(opts.resume_from,
-                                                                    algo.name, config)
-    return OffPolicyRun(algo, num_workers, plan, opts, resumed).run()
+    return OffPolicyRun(algo, num_workers, plan, opts).run()
 
 
 class OffPolicyRun(DriverRun):
@@ -100,21 +94,13 @@ class OffPolicyRun(DriverRun):
     when one is due."""
 
     def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, plan: ResourcePlan,
-                 opts: RayOptions, resumed: Checkpoint | None) -> None:
+                 opts: RayOptions) -> None:
         config = algo.config
-        history, updates_asked = History(), 0
-        if resumed is not None:
-            history, updates_asked = resumed.history, resumed.updates
-        self.checkpointer = Checkpointer(opts.checkpoint_dir, opts.checkpoint_every,
-                                         opts.checkpoint_buffer, algo.name, config,
-                                         updates_asked)
+        self.SAVE_BUFFER = opts.checkpoint_buffer
         super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
-                         history, lambda: self.checkpointer.last)
+                         algo.name, config)
         self.algo, self.config, self.opts, self.plan = algo, config, opts, plan
-        self.num_workers, self.resumed, self.updates_asked = num_workers, resumed, updates_asked
-        if resumed is not None:
-            self.env_steps, self.clock_offset = resumed.env_steps, resumed.wall_seconds
-            self.history.events.append(f"step {self.env_steps}: resumed from {resumed.path}")
+        self.num_workers, self.updates_asked = num_workers, self.updates
         self.launched_steps = self.env_steps
         self.learner_calls: deque[ObjectRef] = deque()
         self.evaluating = False
@@ -122,7 +108,7 @@ class OffPolicyRun(DriverRun):
         self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, config.eval_every)
         self.learner_busy, self.device = 0.0, "cpu"
         self.weights: Weights = {}
-        self.updates, self.stored = self.updates_asked, 0
+        self.stored = 0
 
     def role_names(self) -> list[str]:
         return ["parameter server", "learner", "evaluator", *self.worker_names()]
@@ -177,8 +163,7 @@ class OffPolicyRun(DriverRun):
             self.history.log_episode(self.env_steps, self.clock(), episode_return)
         while len(self.learner_calls) > self.opts.max_learner_lag:
             self.learner_result(self.learner_calls.popleft())
-        if self.checkpointer.due(self.updates_asked):
-            self.save()
+        self.maybe_save(self.updates_asked)
         self.launch(i)
 
     def schedule(self) -> None:
@@ -246,15 +231,10 @@ class OffPolicyRun(DriverRun):
                 RolloutWorker).options(num_cpus=plan.worker_cpus).remote(
                 algo, i, channel, generation + restart, opts.envs_per_worker))
         timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
-        if self.resumed is not None:
-            sup.get(learner.restore.remote(self.resumed.learner, self.resumed.buffer),
-                    "learner", "loading the checkpoint", timeout)
+        self.restore_learner(timeout)
         sup.get(learner.publish.remote(), "learner", "starting", timeout)
         sup.wait_started(["evaluator", *self.worker_names()], timeout)
         self.device = sup.get(learner.device_name.remote(), "learner", "starting", timeout)
-
-    def interrupt_guard(self) -> AbstractContextManager[None]:  # Ctrl-C: save, then stop
-        return save_on_interrupt(self.save_on_stop, lambda: self.env_steps)
 
     def finish(self) -> None:
         """Drain the learner; keep the weights that solved (the learner trained on while they
@@ -274,20 +254,6 @@ class OffPolicyRun(DriverRun):
         self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
         self.stored = sup.get(sup["learner"].num_stored.remote(), "learner", "finishing")
         self.save()
-
-    def save(self) -> Path | None:
-        learner = self.supervisor["learner"]
-        return self.checkpointer.save(
-            lambda with_buffer: self.supervisor.get(learner.state.remote(with_buffer), "learner",
-                                                    "saving a checkpoint"),
-            self.env_steps, self.clock(), self.history)
-
-    def save_on_stop(self) -> Path | None:
-        """The interrupt's save: only once the actors are up, and without long waits."""
-        if not self.started:
-            return None
-        self.supervisor.timeout_s = min(self.supervisor.timeout_s, 10.0)
-        return self.save()
 
     def result(self) -> RayResult:
         sup = self.supervisor

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlkit.core.metrics import RunResult
-from rlkit.core.validation import flag, integer, number, path
+from rlkit.core.validation import flag, integer, number
 from rlkit.distributed.runtime.driver import RunOptions
-from rlkit.train.checkpoint import check_checkpoint_options
 
 
 @dataclass(frozen=True)
@@ -25,9 +24,9 @@ class RayOptions(RunOptions):
         publish_every: Learner updates between weight publications.
         max_learner_lag: Learner calls queued before the driver waits for the learner.
         learner_gpus: GPUs the learner asks for; ``None``: 1 if the cluster has a GPU, else 0.
-        checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from: As in
-            :func:`rlkit.train.loop.train_single_process` (the same file format, so either
-            driver resumes the other's run).
+        checkpoint_buffer: Put the learner's replay buffer in each checkpoint (the other
+            checkpoint options are every driver's; the file format is the single-process
+            loop's, so either resumes the other's run; ``checkpoint_every`` defaults to 5000).
     """
 
     fragment_steps: int = integer(100, 1)
@@ -35,13 +34,7 @@ class RayOptions(RunOptions):
     publish_every: int = integer(16, 1)
     max_learner_lag: int = integer(2, 1)
     learner_gpus: float | None = number(None, at_least=0, optional=True, example=1)
-    checkpoint_dir: str | Path | None = path()
-    checkpoint_every: int = integer(5_000, 1)
     checkpoint_buffer: bool = flag(True)
-    resume_from: str | Path | None = path()
-
-    def check(self) -> None:
-        check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every, self.resume_from)
 
 
 @dataclass(kw_only=True)

@@ -21,14 +21,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
+from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rlkit.core.validation import Validated, fail, flag, integer, number, role_steps
+from rlkit.core.validation import Validated, fail, flag, integer, number, path, role_steps
 from rlkit.core.metrics import History, RunResult
 from rlkit.distributed.runtime.supervisor import Supervisor
 from rlkit.notebook.progress import ProgressBar
+from rlkit.train.checkpoint import (Checkpointer, check_checkpoint_options, load_checkpoint,
+                                    save_on_interrupt)
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -46,6 +49,13 @@ class RunOptions(Validated):
         kill_at: Fault injection for demos and tests: ``{role: env_steps}`` kills that role
             (``ray.kill``) once the run has counted that many env steps, e.g.
             ``{"worker 0": 2_000}``; the run then meets the failure as a real one.
+        checkpoint_dir: Folder for ``checkpoint.pt``: written every ``checkpoint_every``
+            learner updates, at the end, and on Ctrl-C (then the interrupt goes through).
+        checkpoint_every: Learner updates between checkpoints; ``None``: the driver's own
+            default (:attr:`DriverRun.CHECKPOINT_EVERY`).
+        resume_from: A checkpoint file or an earlier run's ``checkpoint_dir``: the run goes on
+            from its env steps, updates, history and clock (the learner's state is restored;
+            replay contents only where the driver saves them).
     """
 
     progress: bool = flag(False)
@@ -54,6 +64,13 @@ class RunOptions(Validated):
                               meaning="seconds")
     max_restarts: int = integer(3, 0)
     kill_at: Mapping[str, int] = role_steps({})
+    checkpoint_dir: str | Path | None = path()
+    checkpoint_every: int | None = integer(None, 1, optional=True, example=500)
+    resume_from: str | Path | None = path()
+
+    def check(self) -> None:
+        check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every or 1,
+                                 self.resume_from)
 
 
 Handler = Callable[["ObjectRef"], None]
@@ -63,21 +80,39 @@ class DriverRun:
     """The loop every driver shares; a pattern fills in the methods listed in the module
     docstring.
 
+    Checkpoints are the skeleton's too: the role named :attr:`LEARNER` answers
+    ``state(include_buffer) -> LearnerState`` and ``restore(learner, buffer)``; the run saves
+    every ``checkpoint_every`` of its updates (:meth:`maybe_save`), at the end of
+    :meth:`finish` (:meth:`save`) and on Ctrl-C, and a resumed run starts from the
+    checkpoint's env steps, history and clock (:meth:`restore_learner` in ``start_roles``).
+
     Args:
         options: The run's :class:`RunOptions`.
         total_steps: The env-step budget (for the progress bar).
         name: The bar's label.
-        history: The history to log into (a resumed run passes its checkpoint's).
-        last_checkpoint: The newest checkpoint path, named when the learner fails.
+        algorithm: The name checkpoints are written and checked under (``"IMPALA"``).
+        config: The algorithm's config (a checkpoint resumes only the same env and network).
     """
 
-    def __init__(self, options: RunOptions, total_steps: int, name: str,
-                 history: History | None = None,
-                 last_checkpoint: Callable[[], Any] = lambda: None) -> None:
+    #: The role whose state a checkpoint holds.
+    LEARNER = "learner"
+    #: Learner updates between checkpoints when ``checkpoint_every`` is not given.
+    CHECKPOINT_EVERY = 5_000
+    #: Whether checkpoints hold the learner's replay (the off-policy driver's option).
+    SAVE_BUFFER = False
+
+    def __init__(self, options: RunOptions, total_steps: int, name: str, algorithm: str,
+                 config: Any) -> None:
         self.options = options
-        self.history = History() if history is None else history
+        self.resumed = (None if options.resume_from is None else
+                        load_checkpoint(options.resume_from, algorithm, config))
+        self.history = History() if self.resumed is None else self.resumed.history
+        self.updates = 0 if self.resumed is None else self.resumed.updates
+        self.checkpointer = Checkpointer(options.checkpoint_dir,
+                                         options.checkpoint_every or self.CHECKPOINT_EVERY,
+                                         self.SAVE_BUFFER, algorithm, config, self.updates)
         self.supervisor = Supervisor(options.timeout_s, options.max_restarts, self.history,
-                                     last_checkpoint, hasattr(options, "checkpoint_dir"))
+                                     lambda: self.checkpointer.last)
         self.pending: dict[ObjectRef, tuple[str, Handler]] = {}
         self.env_steps = 0
         self.solved, self.eval_return = False, math.nan
@@ -86,6 +121,10 @@ class DriverRun:
         self.bar = ProgressBar(False, total_steps, 0, name)
         self.start_time = time.perf_counter()
         self.clock_offset = 0.0  # a resumed run's seconds before its checkpoint
+        if self.resumed is not None:
+            self.env_steps, self.clock_offset = self.resumed.env_steps, self.resumed.wall_seconds
+            self.history.events.append(f"step {self.env_steps}: resumed from "
+                                       f"{self.resumed.path}")
 
     # --- what a pattern writes ------------------------------------------------------------
 
@@ -105,12 +144,41 @@ class DriverRun:
         """After the loop: drain what is still needed (a last evaluation, statistics)."""
 
     def interrupt_guard(self) -> AbstractContextManager[None]:
-        """What a Ctrl-C does before it goes through (the off-policy driver saves a
-        checkpoint); by default nothing."""
-        return nullcontext()
+        """What a Ctrl-C does before it goes through: save a checkpoint (if
+        ``checkpoint_dir`` is set), say where, and let the interrupt stop the run."""
+        return save_on_interrupt(self.save_on_stop, lambda: self.env_steps)
 
     def result(self) -> RunResult:
         raise NotImplementedError
+
+    # --- checkpoints ----------------------------------------------------------------------
+
+    def restore_learner(self, timeout: float) -> None:
+        """In ``start_roles``, before the learner publishes: load a resumed run's state."""
+        if self.resumed is not None:
+            sup = self.supervisor
+            sup.get(sup[self.LEARNER].restore.remote(self.resumed.learner, self.resumed.buffer),
+                    self.LEARNER, "loading the checkpoint", timeout)
+
+    def save(self) -> Path | None:
+        """Write a checkpoint now (nothing without ``checkpoint_dir``); its path."""
+        sup = self.supervisor
+        return self.checkpointer.save(
+            lambda with_buffer: sup.get(sup[self.LEARNER].state.remote(with_buffer),
+                                        self.LEARNER, "saving a checkpoint"),
+            self.env_steps, self.clock(), self.history)
+
+    def maybe_save(self, updates: int) -> None:
+        """Save if ``checkpoint_every`` updates have passed since the last checkpoint."""
+        if self.checkpointer.due(updates):
+            self.save()
+
+    def save_on_stop(self) -> Path | None:
+        """The interrupt's save: only once the actors are up, and without long waits."""
+        if not self.started:
+            return None
+        self.supervisor.timeout_s = min(self.supervisor.timeout_s, 10.0)
+        return self.save()
 
     # --- the shared skeleton --------------------------------------------------------------
 
