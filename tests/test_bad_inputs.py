@@ -148,6 +148,10 @@ CASES = [
     ("Ape-X workers beside shards past the cluster", lambda ck: train_apex_ray(ApexDQN(
         SMALL, ApexConfig(num_workers=20, num_shards=2))), ValueError,
      r"num_workers=20 beside 2 shards is too many.*Fix: use at most 18 workers beside 2 shards"),
+    ("an Ape-X replay too big for memory, counted over its shards and trees",
+     lambda ck: train_apex_ray(ApexDQN(dataclasses.replace(SMALL, buffer_size=10**9))),
+     ValueError, r"buffer_size=1000000000 \(in 2 shards, with their priority trees\) would "
+                 r"need 6[0-9].[0-9] GiB on cpu.*Fix: use buffer_size <= "),
     ("Ape-X with a role that does not exist", lambda ck: train_apex_ray(
         ApexDQN(SMALL), kill_at={"queue": 10}), ValueError,
      r"kill_at=\{'queue': 10\} names \['queue'\], which this run does not start. Fix:"),

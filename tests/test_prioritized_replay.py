@@ -145,3 +145,15 @@ def test_split_by_priority_is_proportional_and_rejects_empty_shards():
     assert counts.sum() == 40_000 and abs(counts[1] / 40_000 - 0.75) < 0.01
     with pytest.raises(ValueError, match="shard totals"):
         split_by_priority(np.array([0.0, 0.0]), 10, rng)
+
+
+def test_the_memory_estimate_counts_every_array_the_replay_allocates():
+    """The driver refuses an Ape-X replay that would not fit from this estimate, before any
+    shard exists: it must count every column (discounts too) and both trees."""
+    from rlkit.replay.memory import replay_bytes
+
+    for capacity, action_dim in ((1, None), (5_000, None), (70_001, 3)):
+        replay = PrioritizedReplay(capacity, 4, action_dim)
+        allocated = (sum(a.nbytes for a in replay.storage)
+                     + sum(a.nbytes for a in replay.tree.levels + replay.tree.min_levels))
+        assert replay_bytes(capacity, 4, action_dim, prioritized=True) == allocated

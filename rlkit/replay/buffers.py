@@ -11,47 +11,12 @@ import torch
 
 from rlkit.core.types import Batch, NStepBatch, TensorBatch
 from rlkit.core.validation import Rule, check_value, fail, int_rule, require_instance
+from rlkit.replay.memory import (MAX_BUFFER_BYTES, check_buffer_memory,  # noqa: F401
+                                 free_memory_bytes, replay_bytes)
 from rlkit.replay.nstep import check_batch, check_transition
 from rlkit.replay.sum_tree import BATCH_SIZE, ring_slots
 
-#: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
-MAX_BUFFER_BYTES = 8 * 2**30
 _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
-
-
-def free_memory_bytes(device: str | torch.device = "cpu") -> int | None:
-    """Memory free for a new buffer on ``device``: available host RAM (via psutil, pinned in
-    requirements.txt) or free GPU memory; ``None`` if it cannot be told."""
-    device = torch.device(device)
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return int(psutil.virtual_memory().available)
-
-
-def check_buffer_memory(capacity: int, obs_dim: int, action_dim: int | None,
-                        device: str | torch.device = "cpu") -> int:
-    """Estimate a buffer's bytes *before* allocating it; refuse one that would not fit.
-
-    The limit is :data:`MAX_BUFFER_BYTES` or 80% of the memory free on ``device``, whichever is
-    smaller. Returns the estimate.
-
-    Raises:
-        ValueError: naming ``buffer_size`` and the largest capacity that would fit.
-    """
-    nbytes = ReplayBuffer.estimate_bytes(capacity, obs_dim, action_dim)
-    free = free_memory_bytes(device)
-    limit = MAX_BUFFER_BYTES if free is None else min(MAX_BUFFER_BYTES, int(0.8 * free))
-    if nbytes > limit:
-        per_item = max(1, nbytes // max(1, capacity))
-        raise ValueError(
-            f"buffer_size={capacity} would need {nbytes / 2**30:.1f} GiB on {device}, more than "
-            f"the {limit / 2**30:.1f} GiB allowed (80% of free memory, at most "
-            f"{MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: use buffer_size <= {limit // per_item}.")
-    return nbytes
 
 
 def check_sizes(capacity: Any, obs_dim: Any, action_dim: Any, seed: Any, device: Any = "cpu",
@@ -134,8 +99,7 @@ class ReplayBuffer:
     @staticmethod
     def estimate_bytes(capacity: int, obs_dim: int, action_dim: int | None) -> int:
         """Bytes the storage arrays of a buffer with these sizes would take."""
-        per_item = 4 * (2 * obs_dim + 2) + (8 if action_dim is None else 4 * action_dim)
-        return int(capacity) * per_item
+        return replay_bytes(capacity, obs_dim, action_dim)
 
     def __len__(self) -> int:
         return self.size

@@ -25,6 +25,7 @@ import torch
 from rlkit.core.types import NStepBatch
 from rlkit.core.validation import check_value, fail, number_rule
 from rlkit.replay.buffers import check_sizes
+from rlkit.replay.memory import check_buffer_memory, replay_bytes
 from rlkit.replay.nstep import check_batch
 from rlkit.replay.sum_tree import (BATCH_SIZE, PriorityTree, index_array, number_array,
                                    ring_slots, value_array)
@@ -129,6 +130,8 @@ class PrioritizedReplay:
         check_value("eps", eps, number_rule(above=0, example=1e-3,
                                             meaning="so that every item can be drawn"))
         check_sizes(capacity, obs_dim, action_dim, seed)
+        check_buffer_memory(capacity, obs_dim, action_dim, what=" (with its priority trees)",
+                            nbytes=replay_bytes(capacity, obs_dim, action_dim, True))
         self.capacity, self.alpha, self.eps = capacity, float(alpha), float(eps)
         self.tree = PriorityTree(capacity)
         act_shape, act_dtype = ((), np.int64) if action_dim is None else ((action_dim,),

@@ -96,6 +96,15 @@ def _last_write_wins(indices: np.ndarray, values: np.ndarray) -> tuple[np.ndarra
     return ordered[last], values[order][last]
 
 
+def tree_level_sizes(capacity: int, fanout: int = 16, top_size: int = 1024) -> list[int]:
+    """Entries of each level of a :class:`PriorityTree` over ``capacity`` leaves, top first:
+    the top holds at most ``top_size`` sums, each level below ``fanout`` times more."""
+    size, depth = capacity, 0
+    while size > top_size:
+        size, depth = -(-size // fanout), depth + 1
+    return [size * fanout**d for d in range(depth + 1)]
+
+
 class PriorityTree:
     """Sums and minima of non-negative priorities over ``capacity`` slots.
 
@@ -116,13 +125,11 @@ class PriorityTree:
                                           ("fanout", fanout, 2, 16),
                                           ("top_size", top_size, 1, 1024)):
             check_value(name, value, int_rule(low, example=example))
-        size, depth = capacity, 0
-        while size > top_size:
-            size, depth = -(-size // fanout), depth + 1
         self.capacity = capacity
         self.fanout = fanout
-        self.levels = [np.zeros(size * fanout**d) for d in range(depth + 1)]
-        self.min_levels = [np.full(size * fanout**d, np.inf) for d in range(depth + 1)]
+        self.levels = [np.zeros(n) for n in tree_level_sizes(capacity, fanout, top_size)]
+        self.min_levels = [np.full(n, np.inf) for n in tree_level_sizes(capacity, fanout,
+                                                                           top_size)]
         self._prefix_matrix = np.triu(np.ones((fanout, fanout)))  # row @ it = running sums
         self._ones = np.ones(fanout)  # row @ it = the row's sum
 

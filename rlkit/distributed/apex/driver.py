@@ -33,6 +33,7 @@ from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
+from rlkit.replay.memory import check_buffer_memory, replay_bytes
 from rlkit.train.checkpoint import updates_owed
 
 #: Log-spaced bins of the stored priorities ``(|delta| + eps) ** alpha`` for the histograms.
@@ -93,6 +94,15 @@ class ApexRun(DriverRun):
         if self.apex.num_shards > cluster_cpus:
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
                              f"{cluster_cpus:g} CPUs. Fix: use num_shards <= {int(cluster_cpus)}.")
+        env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
+        self.obs_dim, self.act_dim = space_dims(env)[0], algo.replay_action_dim(env)
+        env.close()
+        # every shard's storage and trees, counted here before any shard allocates its own
+        k, self.capacity = self.apex.num_shards, max(self.cfg.batch_size,
+                                                     self.cfg.buffer_size // self.apex.num_shards)
+        check_buffer_memory(self.cfg.buffer_size, self.obs_dim, self.act_dim, what=f" (in {k} "
+                            f"shards, with their priority trees)", nbytes=k * replay_bytes(
+                                self.capacity, self.obs_dim, self.act_dim, True))
         # the learner gets 1 CPU; workers and shards share the rest (0.25 each on 2 CPUs)
         self.plan = plan_resources(self.apex.num_workers, cluster_cpus, 0,
                                    shards=self.apex.num_shards)
@@ -115,12 +125,9 @@ class ApexRun(DriverRun):
         import ray
 
         algo, apex, sup, timeout = self.algo, self.apex, self.supervisor, self.options.timeout_s
-        env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
-        obs_dim, act_dim = space_dims(env)[0], algo.replay_action_dim(env)
-        env.close()
+        obs_dim, act_dim, capacity = self.obs_dim, self.act_dim, self.capacity
         server = sup.start("parameter server", lambda r: ray.remote(ParameterServer).options(
             num_cpus=0).remote())
-        capacity = max(self.cfg.batch_size, self.cfg.buffer_size // apex.num_shards)
         for k in range(apex.num_shards):
             sup.start(f"shard {k}", lambda r, k=k: ray.remote(ReplayShard).options(
                 num_cpus=self.plan.worker_cpus).remote(capacity, obs_dim, act_dim, apex.alpha,
