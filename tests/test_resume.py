@@ -30,13 +30,14 @@ from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 pytestmark = pytest.mark.ray
 
 APEX_DQN = DQNConfig(eval_episodes=10)
+APEX = ApexConfig(num_workers=1, num_shards=1, envs_per_worker=8)  # 5 actors: quicker to start
 A2C = A2CConfig(eval_every=5_000, eval_episodes=10)
 IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10)
 
 # pattern: (run(**options), the learner role, the checkpoint's algorithm name, its config,
 #           the env step at which the learner is killed, checkpoint_every in learner updates)
 PATTERNS = {
-    "apex": (lambda **o: train_apex_ray(ApexDQN(APEX_DQN, ApexConfig()), **o), "learner",
+    "apex": (lambda **o: train_apex_ray(ApexDQN(APEX_DQN, APEX), **o), "learner",
              "Ape-X DQN", APEX_DQN, 3_000, 200),
     "a3c": (lambda **o: train_a3c_ray(A2C, num_workers=2, **o), "gradient server", "A2C", A2C,
             5_000, 10),
