@@ -17,12 +17,13 @@ from rlkit.algos.dqn import DQNConfig, DQNLearner  # noqa: E402
 from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
-from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray  # noqa: E402
+from rlkit.distributed.a3c.driver import train_a2c, train_a2c_ray, train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
 from rlkit.train import train_dqn, train_sac  # noqa: E402
 from rlkit.train.checkpoint import save_checkpoint  # noqa: E402
+from rlkit.train.impala import train_impala  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -148,6 +149,22 @@ CASES = [
     ("Ape-X workers beside shards past the cluster", lambda ck: train_apex_ray(ApexDQN(
         SMALL, ApexConfig(num_workers=20, num_shards=2))), ValueError,
      r"num_workers=20 beside 2 shards is too many.*Fix: use at most 18 workers beside 2 shards"),
+    ("single-process DQN given a SACConfig", lambda ck: train_dqn(SACConfig()), TypeError,
+     r"train_dqn takes a DQNConfig as config, got SACConfig. Fix:"),
+    ("single-process SAC given a DQNConfig", lambda ck: train_sac(SMALL), TypeError,
+     r"train_sac takes a SACConfig as config, got DQNConfig. Fix:"),
+    ("a string for progress", lambda ck: train_dqn(SMALL, progress="yes"), ValueError,
+     r"progress='yes' must be True or False \(got a str\). Fix:"),
+    ("single-process A2C given an IMPALAConfig", lambda ck: train_a2c(IMPALAConfig()),
+     TypeError, r"train_a2c takes an A2CConfig as config, got IMPALAConfig. Fix:"),
+    ("single-process A2C with no steps", lambda ck: train_a2c(A2CConfig(), max_steps=0),
+     ValueError, r"max_steps=0 must be an int >= 1 or None. Fix:"),
+    ("single-process IMPALA given an A2CConfig", lambda ck: train_impala(A2CConfig()),
+     TypeError, r"train_impala takes an IMPALAConfig as config, got A2CConfig. Fix:"),
+    ("a negative simulated lag", lambda ck: train_impala(IMPALAConfig(), policy_lag=-1),
+     ValueError, r"policy_lag=-1 must be an int >= 0. Fix:"),
+    ("a bool simulated lag", lambda ck: train_impala(IMPALAConfig(), policy_lag=True),
+     ValueError, r"policy_lag=True must be an int >= 0 \(got a bool\). Fix:"),
     ("an Ape-X replay too big for memory, counted over its shards and trees",
      lambda ck: train_apex_ray(ApexDQN(dataclasses.replace(SMALL, buffer_size=10**9))),
      ValueError, r"buffer_size=1000000000 \(in 2 shards, with their priority trees\) would "

@@ -241,6 +241,7 @@ def require_instance(owner: str, arg: str, value: Any, expected: type | tuple[ty
 
 
 COUNT = int_rule(1, example=2)  # a count of workers, shards, steps: an int >= 1
+FLAG = Rule("flag", fix="pass True or False")  # a plain bool argument (progress, evaluate)
 
 
 class Validated:

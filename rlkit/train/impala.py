@@ -20,6 +20,7 @@ from rlkit.algos.impala import IMPALAConfig, VTraceLearner
 from rlkit.core.common import worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
+from rlkit.core.validation import FLAG, check_value, int_rule, require_instance
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
 
@@ -79,6 +80,9 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         policy_lag: Act with the weights of this many updates ago (0: on-policy).
         progress: Show a progress bar.
     """
+    require_instance("train_impala", "config", config, IMPALAConfig, "train_impala(IMPALAConfig())")
+    check_value("policy_lag", policy_lag, int_rule(0, example=4))
+    check_value("progress", progress, FLAG)
     torch.set_num_threads(1)
     runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), "discrete", "IMPALA",
                          config.envs_per_worker) for i in range(config.num_workers)]

@@ -24,6 +24,7 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import check_finite, eval_seed
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm
+from rlkit.core.validation import FLAG, check_value, require_instance
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
@@ -77,6 +78,8 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
             still the budget for the whole run.
     """
     config = algo.config
+    check_value("progress", progress, FLAG)
+    check_value("checkpoint_buffer", checkpoint_buffer, FLAG)
     check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
     resumed = None if resume_from is None else load_checkpoint(resume_from, algo.name, config)
     torch.set_num_threads(config.torch_threads)
@@ -191,6 +194,7 @@ def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any) -
     Returns:
         A :class:`TrainResult`; ``result.learner.q`` is the trained Q-network.
     """
+    require_instance("train_dqn", "config", config, DQNConfig, "train_dqn(DQNConfig(...))")
     return train_single_process(DQNSpec(config), progress, **checkpointing)
 
 
@@ -203,4 +207,5 @@ def train_sac(config: SACConfig, progress: bool = False, **checkpointing: Any) -
     the first evaluation that reaches ``target_return`` (or at ``total_steps``).
     ``**checkpointing``: see :func:`train_single_process`.
     """
+    require_instance("train_sac", "config", config, SACConfig, "train_sac(SACConfig(...))")
     return train_single_process(SACSpec(config), progress, **checkpointing)

@@ -17,7 +17,7 @@ from typing import Any
 from rlkit.algos.a2c import A2CConfig, greedy_eval
 from rlkit.core.common import next_multiple
 from rlkit.core.metrics import History, RunResult
-from rlkit.core.validation import COUNT, Rule, build, check_value, int_rule, require_instance
+from rlkit.core.validation import COUNT, FLAG, build, check_value, int_rule, require_instance
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker
 from rlkit.distributed.runtime.cluster import plan_resources, require_ray
 from rlkit.distributed.runtime.driver import DriverRun, RunOptions
@@ -46,10 +46,20 @@ class A3CResult(RunResult):
     gradients_by_worker: dict[int, int] = field(default_factory=dict)
 
 
+def check_a2c_args(owner: str, config: A2CConfig, num_workers: int, max_steps: int | None,
+                   evaluate: bool) -> None:
+    """The A2C/A3C drivers' arguments, checked before anything starts."""
+    require_instance(owner, "config", config, A2CConfig, f"{owner}(A2CConfig(...))")
+    check_value("num_workers", num_workers, COUNT)
+    check_value("max_steps", max_steps, int_rule(1, example=50_000, optional=True))
+    check_value("evaluate", evaluate, FLAG)
+
+
 def train_a2c(config: A2CConfig, max_steps: int | None = None, evaluate: bool = True
               ) -> A3CResult:
     """Single-process A2C: one :class:`GradientWorker` and the :class:`GradientServer` called
     directly, one update per fragment. Reproducible; the reference for the Ray drivers."""
+    check_a2c_args("train_a2c", config, 1, max_steps, evaluate)
     server, worker = GradientServer(config), GradientWorker(config, 0)
     budget = config.total_steps if max_steps is None else max_steps
     history, env_steps, solved, eval_return = History(), 0, False, math.nan
@@ -121,11 +131,7 @@ class GradientServerRun(DriverRun):
 
     def __init__(self, config: A2CConfig, num_workers: int, env_ids: list[str | None] | None,
                  max_steps: int | None, evaluate: bool, options: RunOptions) -> None:
-        owner = f"train_{self.NAME.lower()}_ray"
-        require_instance(owner, "config", config, A2CConfig, f"{owner}(A2CConfig(...))")
-        check_value("num_workers", num_workers, COUNT)
-        check_value("max_steps", max_steps, int_rule(1, example=50_000, optional=True))
-        check_value("evaluate", evaluate, Rule("flag", fix="pass True or False"))
+        check_a2c_args(f"train_{self.NAME.lower()}_ray", config, num_workers, max_steps, evaluate)
         budget = config.total_steps if max_steps is None else max_steps
         super().__init__(options, budget, f"{self.NAME} ({num_workers} workers)", "A2C", config)
         self.env_ids = list(env_ids) if env_ids is not None else [None] * num_workers
