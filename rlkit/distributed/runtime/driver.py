@@ -22,12 +22,12 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlkit.core.validation import Validated, fail, flag, integer, number, path, role_steps
 from rlkit.core.metrics import History, RunResult
+from rlkit.core.validation import Validated, fail, flag, integer, number, path, role_steps
 from rlkit.distributed.runtime.supervisor import Supervisor
 from rlkit.notebook.progress import ProgressBar
 from rlkit.train.checkpoint import (Checkpointer, check_checkpoint_options, load_checkpoint,

@@ -102,14 +102,11 @@ class Supervisor:
         max_restarts: Restarts allowed per role before the run gives up.
         history: Where restart events are logged.
         last_checkpoint: Called for the newest checkpoint path, named in a learner failure.
-        checkpoints: Whether the driver can keep checkpoints (``checkpoint_dir=...``).
     """
 
     def __init__(self, timeout_s: float, max_restarts: int, history: History,
-                 last_checkpoint: Callable[[], Path | None] = lambda: None,
-                 checkpoints: bool = True) -> None:
+                 last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
         self.timeout_s = timeout_s
-        self.checkpoints = checkpoints
         self.max_restarts = max_restarts
         self.history = history
         self.last_checkpoint = last_checkpoint
@@ -229,13 +226,9 @@ class Supervisor:
         what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
                 if dead else f"the {role} actor failed{where} while {doing}")
         last = self.last_checkpoint()
-        if last is not None:
-            fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
-                   f"with resume_from={str(last)!r}")
-        elif self.checkpoints:
-            fix = "no checkpoint was written (pass checkpoint_dir=... to keep one)"
-        else:
-            fix = "Fix: find the cause above (the role's log), then run again"
+        fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
+               f"with resume_from={str(last)!r}" if last is not None else
+               "no checkpoint was written (pass checkpoint_dir=... to keep one)")
         cls = LearnerFailedError if culprit == "learner" else RoleFailedError
         return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
 
