@@ -48,3 +48,20 @@ def ray_cluster():
     ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def kill_times(monkeypatch):
+    """When each scheduled kill really happened (``time.perf_counter()``), by role."""
+    times = {}
+    from rlkit.distributed.runtime.supervisor import Supervisor
+
+    original = Supervisor.inject_faults
+
+    def recording(self, env_steps):
+        due = [role for role, at in self.kill_at.items() if env_steps >= at]
+        original(self, env_steps)
+        times.update({role: time.perf_counter() for role in due})
+
+    monkeypatch.setattr(Supervisor, "inject_faults", recording)
+    return times

@@ -159,3 +159,7 @@ def test_learner_weights_round_trip():
     b = A2CLearner(4, 2, A2CConfig())
     b.set_weights(a.get_weights())
     np.testing.assert_array_equal(a.compute_gradient(fragment()), b.compute_gradient(fragment()))
+
+
+def test_a_gradient_is_n_steps_of_every_env():
+    assert A2CConfig(n_steps=4, envs_per_worker=3).steps_per_gradient == 12

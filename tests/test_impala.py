@@ -205,3 +205,7 @@ def test_synchronous_mode_has_zero_lag(ray_cluster):
     config = dataclasses.replace(RAY_CONFIG, synchronous=True, total_steps=10_000)
     result = train_impala_ray(config)
     assert result.policy_lags and set(result.policy_lags) == {0}
+
+
+def test_a_fragment_is_unroll_length_steps_of_every_env():
+    assert IMPALAConfig(unroll_length=5, envs_per_worker=3).steps_per_fragment == 15

@@ -90,5 +90,5 @@ def test_ray_core_notebook_runs_twice_in_one_kernel():
 @pytest.mark.slow
 def test_driver_lifecycle_with_an_interrupt_runs_twice_in_one_kernel(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in LIFECYCLE])
-    # the stop comes at the 200th episode: training is under way, whatever the start-up took
-    _run_twice(nb, setup=f"CHECKPOINT_DIR = {str(tmp_path)!r}\nSTOP_AT_EPISODE = 200")
+    # the stop comes at the 100th episode: training is under way, whatever the start-up took
+    _run_twice(nb, setup=f"CHECKPOINT_DIR = {str(tmp_path)!r}\nSTOP_AT_EPISODE = 100")

@@ -9,6 +9,7 @@
 The off-policy driver's own version of this is in test_faults.py."""
 
 import dataclasses
+import time
 
 import pytest
 
@@ -40,7 +41,7 @@ PATTERNS = {
     "apex": (lambda **o: train_apex_ray(ApexDQN(APEX_DQN, APEX), **o), "learner",
              "Ape-X DQN", APEX_DQN, 3_000, 200),
     "a3c": (lambda **o: train_a3c_ray(A2C, num_workers=2, **o), "gradient server", "A2C", A2C,
-            5_000, 10),
+            5_000, 10),  # worker 1 is killed first, at 1000 env steps, and replaced
     "a2c": (lambda **o: train_a2c_ray(A2C, num_workers=2, **o), "gradient server", "A2C", A2C,
             3_000, 5),
     "impala": (lambda **o: train_impala_ray(IMPALA, **o), "learner", "IMPALA", IMPALA, 40_000,
@@ -48,42 +49,48 @@ PATTERNS = {
 }
 
 
-def press_stop_at_episode(monkeypatch, n):
-    """A Ctrl-C in the driver when it logs its ``n``-th episode (counted over the history)."""
-    original = History.log_episode
+def press_stop_at_learner_report(monkeypatch, n):
+    """A Ctrl-C in the driver when it logs the ``n``-th learner loss of this run: early, and
+    after the learner has trained on (a resumed run that is already good could solve before
+    many episodes end)."""
+    original, seen = History.log_loss, [0]
 
-    def log_episode(self, *args):
-        if len(self.episode_returns) + 1 == n:
+    def log_loss(self, *args):
+        seen[0] += 1
+        if seen[0] == n:
             raise KeyboardInterrupt
         original(self, *args)
 
-    monkeypatch.setattr(History, "log_episode", log_episode)
+    monkeypatch.setattr(History, "log_loss", log_loss)
 
 
 @pytest.mark.parametrize("pattern", list(PATTERNS))
 def test_learner_failure_and_ctrl_c_are_resumed_and_the_run_solves(ray_cluster, tmp_path,
-                                                                  monkeypatch, pattern):
+                                                                  monkeypatch, kill_times,
+                                                                  pattern):
     run, learner, algorithm, config, kill_step, every = PATTERNS[pattern]
     path = tmp_path / "checkpoint.pt"
+    kill_at = {"worker 1": 1_000, learner: kill_step} if pattern == "a3c" else {learner: kill_step}
 
     with pytest.raises(RoleFailedError, match=rf"^the {learner} actor (failed|died).*resume_from="
                                               rf"'{path}'") as info:
-        run(checkpoint_dir=tmp_path, checkpoint_every=every, kill_at={learner: kill_step})
-    assert info.value.role == learner
+        run(checkpoint_dir=tmp_path, checkpoint_every=every, kill_at=kill_at, max_restarts=1)
+    assert info.value.role == learner and set(kill_times) == set(kill_at)
+    assert time.perf_counter() - kill_times[learner] < 5.0  # named within 5 s of the kill
     assert wait_until_no_actors() == []
     first = load_checkpoint(path, algorithm, config)
     assert 0 < first.env_steps < 2 * kill_step and first.updates >= every
 
-    press_stop_at_episode(monkeypatch, len(first.history.episode_returns) + 5)
+    press_stop_at_learner_report(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         run(checkpoint_dir=tmp_path, checkpoint_every=every, resume_from=tmp_path)
-    monkeypatch.undo()
+    monkeypatch.undo()  # (the kill_times fixture's patch too: no more kills are planned)
     assert wait_until_no_actors() == []
     second = load_checkpoint(path, algorithm, config)
-    assert second.env_steps > first.env_steps and second.updates >= first.updates
+    assert second.env_steps > first.env_steps and second.updates > first.updates
+    assert len(second.history.losses) == len(first.history.losses) + 2  # the 3rd stopped it
     n = len(first.history.episode_returns)
     assert second.history.episode_returns[:n] == first.history.episode_returns
-    assert len(second.history.episode_returns) == n + 4  # the 5th was being logged
 
     result = run(resume_from=tmp_path)
     assert result.solved and result.eval_return >= 475

@@ -55,6 +55,11 @@ class A2CConfig(Validated):
     def check(self) -> None:
         check_env_id(self.env_id)
 
+    @property
+    def steps_per_gradient(self) -> int:
+        """Env steps behind one gradient: ``n_steps * envs_per_worker``."""
+        return self.n_steps * self.envs_per_worker
+
 
 class ActorCritic(nn.Module):
     """Two separate MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)``.

@@ -102,6 +102,10 @@ class IMPALAConfig(Validated):
     def steps_per_fragment(self) -> int:
         return self.unroll_length * self.envs_per_worker
 
+    @property
+    def steps_per_fragment(self) -> int:
+        return self.unroll_length * self.envs_per_worker
+
 
 def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
     """``B`` fragments of ``(T, N)`` steps -> tensors of ``(T, B*N)`` (side by side).
