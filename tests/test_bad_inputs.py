@@ -149,6 +149,12 @@ CASES = [
     ("Ape-X workers beside shards past the cluster", lambda ck: train_apex_ray(ApexDQN(
         SMALL, ApexConfig(num_workers=20, num_shards=2))), ValueError,
      r"num_workers=20 beside 2 shards is too many.*Fix: use at most 18 workers beside 2 shards"),
+    ("a checkpoint folder inside a file", lambda ck: train_dqn_ray(
+        SMALL, checkpoint_dir=ck / "checkpoint.pt" / "sub"), ValueError,
+     r"checkpoint_dir=.*sub' is inside .*checkpoint.pt, which is a file.*Fix:"),
+    ("a misspelt DQN option, named under train_dqn_ray", lambda ck: train_dqn_ray(
+        SMALL, check_point_dir=ck), TypeError,
+     r"^train_dqn_ray got an unknown option 'check_point_dir'. Fix: did you mean"),
     ("single-process DQN given a SACConfig", lambda ck: train_dqn(SACConfig()), TypeError,
      r"train_dqn takes a DQNConfig as config, got SACConfig. Fix:"),
     ("single-process SAC given a DQNConfig", lambda ck: train_sac(SMALL), TypeError,

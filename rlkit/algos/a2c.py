@@ -21,7 +21,7 @@ from rlkit.core.common import eval_seed
 from rlkit.core.networks import (load_numpy_weights, load_optimizer_state, make_adam, mlp,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
-from rlkit.core.validation import Validated, flag, integer, layers, number, text
+from rlkit.core.validation import SEED_MAX, Validated, flag, integer, layers, number, text
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment
@@ -36,7 +36,7 @@ class A2CConfig(Validated):
     """
 
     env_id: str = text("CartPole-v1")
-    seed: int = integer(0)
+    seed: int = integer(0, 0, SEED_MAX)
     envs_per_worker: int = integer(8, 1)  # environments per worker, stepped in lockstep
     n_steps: int = integer(16, 1)  # fragment length T: the n of the n-step return
     gamma: float = number(0.99, at_least=0, below=1)

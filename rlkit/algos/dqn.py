@@ -26,10 +26,10 @@ from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, pre
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import Batch, BatchPolicy, NStepBatch, Weights
-from rlkit.core.validation import (Validated, fail, flag, integer, layers, number,
-                                   require_replay_settings, text)
+from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
+                                   text)
 from rlkit.envs.make import ActionKind, check_env_id, space_dims
-from rlkit.replay.buffers import ReplayBuffer
+from rlkit.replay.buffers import ReplayBuffer, require_replay_settings
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class DQNConfig(Validated):
     """
 
     env_id: str = text("CartPole-v1")
-    seed: int = integer(0)
+    seed: int = integer(0, 0, SEED_MAX)
     total_steps: int = integer(100_000, 1)  # env-step budget; training stops earlier once solved
     buffer_size: int = integer(100_000, 1)
     batch_size: int = integer(64, 1)

@@ -20,7 +20,8 @@ from torch import nn
 from rlkit.algos.a2c import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import nstep_returns, vtrace
 from rlkit.core.networks import make_adam
-from rlkit.core.validation import Validated, fail, flag, integer, layers, number, text
+from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
+                                   text)
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment, check_fragment
 
@@ -62,7 +63,7 @@ class IMPALAConfig(Validated):
     """
 
     env_id: str = text("CartPole-v1")
-    seed: int = integer(0)
+    seed: int = integer(0, 0, SEED_MAX)
     num_workers: int = integer(2, 1)
     envs_per_worker: int = integer(16, 1)  # N: envs each actor steps in lockstep
     unroll_length: int = integer(32, 1)  # T: steps per env in one trajectory fragment
@@ -97,10 +98,6 @@ class IMPALAConfig(Validated):
                  f"{self.num_workers}, which a synchronous run needs (each actor sends the same "
                  "number of fragments per version)", "use e.g. batch_fragments=2 * num_workers")
         check_queue_staleness(self.queue_size, self.batch_fragments)
-
-    @property
-    def steps_per_fragment(self) -> int:
-        return self.unroll_length * self.envs_per_worker
 
     @property
     def steps_per_fragment(self) -> int:

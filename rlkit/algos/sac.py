@@ -21,10 +21,10 @@ from rlkit.core.common import bootstrap_target, polyak_update
 from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, TensorBatch, Weights
-from rlkit.core.validation import (Validated, flag, integer, layers, number,
-                                   require_replay_settings, text)
+from rlkit.core.validation import (SEED_MAX, Validated, flag, integer, layers, number,
+                                   text)
 from rlkit.envs.make import ActionKind, check_env_id, space_dims
-from rlkit.replay.buffers import TensorReplayBuffer
+from rlkit.replay.buffers import TensorReplayBuffer, require_replay_settings
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class SACConfig(Validated):
     """
 
     env_id: str = text("Pendulum-v1")
-    seed: int = integer(0)
+    seed: int = integer(0, 0, SEED_MAX)
     total_steps: int = integer(20_000, 1)  # env-step budget; training stops earlier once solved
     buffer_size: int = integer(100_000, 1)
     batch_size: int = integer(128, 1)

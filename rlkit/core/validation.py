@@ -3,7 +3,7 @@ every driver's options and every public data-structure API check values the same
 
 A config is a frozen dataclass that subclasses :class:`Validated` and declares its fields with
 the field makers below (:func:`integer`, :func:`number`, :func:`flag`, :func:`text`,
-:func:`layers`, :func:`choice`, :func:`path`, :func:`role_steps`)::
+:func:`layers`, :func:`path`, :func:`role_steps`)::
 
     @dataclass(frozen=True)
     class MyConfig(Validated):
@@ -72,13 +72,12 @@ class Rule:
     """What one setting accepts; :meth:`check` raises naming it and the fix.
 
     Attributes:
-        kind: ``"int"``, ``"number"``, ``"flag"``, ``"text"``, ``"layers"``, ``"choice"``,
-            ``"path"`` or ``"role steps"``.
+        kind: ``"int"``, ``"number"``, ``"flag"``, ``"text"``, ``"layers"``, ``"path"`` or
+            ``"role steps"``.
         low, high, low_open, high_open: The accepted range of a number or an int.
         finite: Whether a number must be finite (``max_grad_norm=math.inf`` may turn
             clipping off).
         optional: Whether ``None`` is accepted.
-        choices: The accepted values of a ``"choice"``.
         example: The value the fix suggests.
         fix: The fix in full, where a suggested value is not enough.
         meaning: What the value is, shown after the rule (``"a probability"``).
@@ -91,7 +90,6 @@ class Rule:
     high_open: bool = False
     finite: bool = True
     optional: bool = False
-    choices: tuple[Any, ...] = ()
     example: Any = None
     fix: str = ""
     meaning: str = ""
@@ -107,8 +105,7 @@ class Rule:
             words = {"flag": "must be True or False", "text": "must be a non-empty str",
                      "layers": "must be a non-empty tuple of positive ints",
                      "path": "must be a folder path (str or pathlib.Path)",
-                     "role steps": "must be a dict {role name: env steps >= 0}",
-                     "choice": f"must be one of {list(self.choices)}"}[self.kind]
+                     "role steps": "must be a dict {role name: env steps >= 0}"}[self.kind]
         words += f" ({self.meaning})" if self.meaning else ""
         return words + (" or None" if self.optional else "")
 
@@ -122,8 +119,6 @@ class Rule:
             return isinstance(value, str) and bool(value)
         if kind == "path":
             return isinstance(value, str | Path) and bool(str(value))
-        if kind == "choice":
-            return any(value == c and type(value) is type(c) for c in self.choices)
         if kind == "layers":
             return (isinstance(value, tuple | list) and len(value) > 0
                     and all(is_int(h) and h >= 1 for h in value))
@@ -202,12 +197,6 @@ def layers(default: tuple[int, ...]) -> Any:
     return _field(default, Rule("layers", example=default))
 
 
-def choice(default: Any, choices: tuple[Any, ...], **extra: Any) -> Any:
-    """A dataclass field holding one of ``choices`` (compared by value and type)."""
-    extra.setdefault("fix", f"use one of {list(choices)}")
-    return _field(default, Rule("choice", choices=choices, **extra))
-
-
 #: A folder path or ``None`` (``checkpoint_dir``, ``resume_from``).
 PATH_RULE = Rule("path", optional=True, example="runs/my_run")
 
@@ -240,11 +229,51 @@ def require_instance(owner: str, arg: str, value: Any, expected: type | tuple[ty
                         f"Fix: {fix}.")
 
 
+SEED_MAX = 2**31 - 1  # per-worker offsets keep every derived seed a valid numpy/torch seed
 COUNT = int_rule(1, example=2)  # a count of workers, shards, steps: an int >= 1
 FLAG = Rule("flag", fix="pass True or False")  # a plain bool argument (progress, evaluate)
 
 
-class Validated:
+def plain(rule: Rule, value: Any) -> Any:
+    """``value`` as the plain Python type its rule means (``np.int64(32)`` -> ``32``,
+    ``Fraction(1, 1000)`` -> ``0.001``, ``[64, 64]`` -> ``(64, 64)``, a copy of a dict), so a
+    config holds what a checkpoint can store and torch can take."""
+    if value is None:
+        return None
+    if rule.kind == "int":
+        return int(value)
+    if rule.kind == "number":
+        return int(value) if is_int(value) else float(value)
+    if rule.kind == "flag":
+        return bool(value)
+    if rule.kind == "layers":
+        return tuple(int(h) for h in value)
+    if rule.kind == "role steps":  # a copy the caller cannot edit afterwards
+        return {str(k): int(v) for k, v in value.items()}
+    return value
+
+
+def unknown_key(owner: str, key: str, known: list[str], noun: str = "option") -> TypeError:
+    """The error for a key ``owner`` does not take, naming the closest one it does."""
+    near = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return TypeError(f"{owner} got an unknown {noun} {key!r}. Fix: {hint}it takes "
+                     f"{', '.join(known)}.")
+
+
+class _RefusesUnknownKeys(type):
+    """Makes ``Config(gama=0.9)`` an error naming ``gamma``, not Python's bare TypeError."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if dataclasses.is_dataclass(cls):
+            known = [f.name for f in dataclasses.fields(cls)]
+            for key in kwargs:
+                if key not in known:
+                    raise unknown_key(cls.__name__, key, known, "setting")
+        return super().__call__(*args, **kwargs)
+
+
+class Validated(metaclass=_RefusesUnknownKeys):
     """Base of every config and options dataclass: checks each field's rule, then
     :meth:`check` (the rules between fields), on construction."""
 
@@ -254,30 +283,11 @@ class Validated:
             if rule is None:
                 continue
             rule.check(item.name, value)
-            if rule.kind == "layers":  # [64, 64] is stored as (64, 64)
-                object.__setattr__(self, item.name, tuple(int(h) for h in value))
-            elif rule.kind == "role steps":  # a copy the caller cannot edit afterwards
-                object.__setattr__(self, item.name, dict(value))
+            object.__setattr__(self, item.name, plain(rule, value))
         self.check()
 
     def check(self) -> None:
         """Rules between fields (each field has passed its own); none by default."""
-
-
-def require_replay_settings(config: Any) -> None:
-    """The rules between fields that every off-policy config shares: a batch that fits the
-    buffer, and a warm-up that covers one batch and ends before the step budget."""
-    if config.batch_size > config.buffer_size:
-        fail("batch_size", config.batch_size, f"is larger than buffer_size={config.buffer_size}",
-             "lower batch_size or raise buffer_size")
-    if config.learning_starts < config.batch_size:
-        fail("learning_starts", config.learning_starts,
-             f"is smaller than batch_size={config.batch_size}",
-             "collect at least one batch of transitions before the first update")
-    if config.learning_starts >= config.total_steps:
-        fail("learning_starts", config.learning_starts,
-             f"is not below total_steps={config.total_steps}, so no update would ever run",
-             "lower learning_starts or raise total_steps")
 
 
 def build(cls: type[T], owner: str, settings: Mapping[str, Any]) -> T:
@@ -286,8 +296,5 @@ def build(cls: type[T], owner: str, settings: Mapping[str, Any]) -> T:
     known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     for key in settings:
         if key not in known:
-            near = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            raise TypeError(f"{owner} got an unknown option {key!r}. Fix: {hint}it takes "
-                            f"{', '.join(known)}.")
+            raise unknown_key(owner, key, known)
     return cls(**settings)

@@ -31,6 +31,22 @@ def check_sizes(capacity: Any, obs_dim: Any, action_dim: Any, seed: Any, device:
     check_buffer_memory(capacity, obs_dim, action_dim, device)
 
 
+def require_replay_settings(config: Any) -> None:
+    """The rules between fields that every off-policy config shares: a batch that fits the
+    buffer, and a warm-up that covers one batch and ends before the step budget."""
+    if config.batch_size > config.buffer_size:
+        fail("batch_size", config.batch_size, f"is larger than buffer_size={config.buffer_size}",
+             "lower batch_size or raise buffer_size")
+    if config.learning_starts < config.batch_size:
+        fail("learning_starts", config.learning_starts,
+             f"is smaller than batch_size={config.batch_size}",
+             "collect at least one batch of transitions before the first update")
+    if config.learning_starts >= config.total_steps:
+        fail("learning_starts", config.learning_starts,
+             f"is not below total_steps={config.total_steps}, so no update would ever run",
+             "lower learning_starts or raise total_steps")
+
+
 def check_state(owner: str, state: Any, capacity: int, stores: dict[str, Any],
                 probes: dict[str, Callable[[Any], Any]]) -> int:
     """Refuse a ``state`` unlike ``state_dict()``'s before anything changes: ``size`` rows of

@@ -167,6 +167,13 @@ def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every
                 int_rule(1, example=5000, meaning="learner updates between checkpoints"))
     for name, value in (("checkpoint_dir", checkpoint_dir), ("resume_from", resume_from)):
         check_value(name, value, PATH_RULE)
+    if checkpoint_dir is not None:
+        existing = next(p for p in (Path(checkpoint_dir), *Path(checkpoint_dir).parents)
+                        if p.exists() or p == p.parent)
+        if existing != Path(checkpoint_dir) and not existing.is_dir():
+            raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is inside {existing}, "
+                             f"which is a file, so no checkpoint could ever be written. Fix: "
+                             f"pass a folder path that does not run through a file.")
     if checkpoint_dir is not None and Path(checkpoint_dir).exists() \
             and not Path(checkpoint_dir).is_dir():
         raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is a file. Fix: pass a "

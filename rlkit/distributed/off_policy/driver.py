@@ -42,6 +42,7 @@ def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> Ra
     learner (small Q-networks gain nothing from a GPU)."""
     require_instance("train_dqn_ray", "config", config, DQNConfig, "train_dqn_ray(DQNConfig(...))")
     options.setdefault("learner_gpus", 0)
+    build(RayOptions, "train_dqn_ray", options)  # an unknown option named under this name
     return train_ray(DQNSpec(config), num_workers, **options)
 
 
@@ -49,6 +50,7 @@ def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> Ra
     """Distributed SAC: :func:`train_ray` with :class:`rlkit.algos.sac.SACSpec`; the learner
     asks for a GPU when the cluster has one and keeps its buffer and updates there."""
     require_instance("train_sac_ray", "config", config, SACConfig, "train_sac_ray(SACConfig(...))")
+    build(RayOptions, "train_sac_ray", options)  # an unknown option named under this name
     return train_ray(SACSpec(config), num_workers, **options)
 
 

@@ -112,7 +112,7 @@ class DriverRun:
                                          options.checkpoint_every or self.CHECKPOINT_EVERY,
                                          self.SAVE_BUFFER, algorithm, config, self.updates)
         self.supervisor = Supervisor(options.timeout_s, options.max_restarts, self.history,
-                                     lambda: self.checkpointer.last)
+                                     lambda: self.checkpointer.last, options.checkpoint_dir)
         self.pending: dict[ObjectRef, tuple[str, Handler]] = {}
         self.env_steps = 0
         self.solved, self.eval_return = False, math.nan

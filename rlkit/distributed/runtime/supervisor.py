@@ -102,11 +102,14 @@ class Supervisor:
         max_restarts: Restarts allowed per role before the run gives up.
         history: Where restart events are logged.
         last_checkpoint: Called for the newest checkpoint path, named in a learner failure.
+        checkpoint_dir: The run's ``checkpoint_dir`` (``None``: it keeps no checkpoints).
     """
 
     def __init__(self, timeout_s: float, max_restarts: int, history: History,
-                 last_checkpoint: Callable[[], Path | None] = lambda: None) -> None:
+                 last_checkpoint: Callable[[], Path | None] = lambda: None,
+                 checkpoint_dir: str | Path | None = None) -> None:
         self.timeout_s = timeout_s
+        self.checkpoint_dir = checkpoint_dir
         self.max_restarts = max_restarts
         self.history = history
         self.last_checkpoint = last_checkpoint
@@ -226,9 +229,14 @@ class Supervisor:
         what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
                 if dead else f"the {role} actor failed{where} while {doing}")
         last = self.last_checkpoint()
-        fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
-               f"with resume_from={str(last)!r}" if last is not None else
-               "no checkpoint was written (pass checkpoint_dir=... to keep one)")
+        if last is not None:
+            fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
+                   f"with resume_from={str(last)!r}")
+        elif self.checkpoint_dir is not None:
+            fix = (f"no checkpoint had been written to {self.checkpoint_dir} yet (the first comes "
+                   f"after checkpoint_every updates). Fix: find the cause above and run again")
+        else:
+            fix = "no checkpoint was written (pass checkpoint_dir=... to keep one)"
         cls = LearnerFailedError if culprit == "learner" else RoleFailedError
         return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
 
