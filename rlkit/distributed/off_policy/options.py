@@ -15,7 +15,8 @@ from rlkit.distributed.runtime.driver import RunOptions
 class RayOptions(RunOptions):
     """How :func:`train_ray` runs (not what it learns: that is the algorithm's config): the
     options every driver takes (:class:`~rlkit.distributed.runtime.driver.RunOptions`: ``progress``,
-    ``timeout_s``, ``max_restarts``, ``kill_at``), plus the off-policy pattern's own.
+    ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``, ``checkpoint_every``,
+    ``resume_from``), plus the off-policy pattern's own.
 
     Attributes:
         fragment_steps: Env steps per worker call (rounded up to a multiple of
