@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 RULE = "rlkit.rule"  # the key of a field's rule in its dataclass metadata
 T = TypeVar("T")
 
@@ -41,18 +43,12 @@ def fail(field: str, value: Any, rule: str, fix: str) -> None:
 
 def is_int(value: Any) -> bool:
     """An integer that is not a bool (numpy integers count)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | _np_bool())
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 def is_real(value: Any) -> bool:
     """A real number that is not a bool (numpy floats and ints count, strings do not)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool | _np_bool())
-
-
-def _np_bool() -> type:
-    import numpy as np
-
-    return np.bool_
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -114,7 +110,7 @@ class Rule:
             return self.optional
         kind = self.kind
         if kind == "flag":
-            return isinstance(value, bool | _np_bool())
+            return isinstance(value, bool | np.bool_)
         if kind == "text":
             return isinstance(value, str) and bool(value)
         if kind == "path":
@@ -253,12 +249,16 @@ def plain(rule: Rule, value: Any) -> Any:
     return value
 
 
-def unknown_key(owner: str, key: str, known: list[str], noun: str = "option") -> TypeError:
-    """The error for a key ``owner`` does not take, naming the closest one it does."""
-    near = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean {near[0]!r}? " if near else ""
-    return TypeError(f"{owner} got an unknown {noun} {key!r}. Fix: {hint}it takes "
-                     f"{', '.join(known)}.")
+def refuse_unknown_keys(cls: type, owner: str, keys: Any, noun: str = "option") -> None:
+    """A ``TypeError`` for the first of ``keys`` that dataclass ``cls`` has no field for,
+    naming ``owner`` (what the user called) and the closest field."""
+    known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    for key in keys:
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise TypeError(f"{owner} got an unknown {noun} {key!r}. Fix: {hint}it takes "
+                            f"{', '.join(known)}.")
 
 
 class _RefusesUnknownKeys(type):
@@ -266,10 +266,7 @@ class _RefusesUnknownKeys(type):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if dataclasses.is_dataclass(cls):
-            known = [f.name for f in dataclasses.fields(cls)]
-            for key in kwargs:
-                if key not in known:
-                    raise unknown_key(cls.__name__, key, known, "setting")
+            refuse_unknown_keys(cls, cls.__name__, kwargs, "setting")
         return super().__call__(*args, **kwargs)
 
 
@@ -293,8 +290,5 @@ class Validated(metaclass=_RefusesUnknownKeys):
 def build(cls: type[T], owner: str, settings: Mapping[str, Any]) -> T:
     """``cls(**settings)``, but an unknown key is a ``TypeError`` naming it, the closest known
     key and ``owner`` (the function the user called)."""
-    known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    for key in settings:
-        if key not in known:
-            raise unknown_key(owner, key, known)
+    refuse_unknown_keys(cls, owner, settings)
     return cls(**settings)

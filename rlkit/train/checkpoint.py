@@ -188,6 +188,25 @@ class LearnerState(NamedTuple):
     buffer: dict[str, Any] | None
 
 
+class SavesLearner:
+    """The ``state()``/``restore()`` a driver's checkpoints call, for a role holding
+    ``self.learner`` and no replay (a publishing role overrides :meth:`after_restore`)."""
+
+    learner: Any  # state_dict(), load_state_dict(), updates
+
+    def state(self, include_buffer: bool = False) -> LearnerState:  # on the CPU
+        return LearnerState(to_cpu(self.learner.state_dict()), None)
+
+    def restore(self, learner_state: dict[str, Any], buffer_state: Any = None) -> int:
+        """Load a checkpoint's learner state; the update count."""
+        self.learner.load_state_dict(learner_state)
+        self.after_restore()
+        return int(self.learner.updates)
+
+    def after_restore(self) -> None:  # what follows loading: nothing by default
+        return None
+
+
 class Checkpointer:
     """When to save and where the last checkpoint went: the bookkeeping both drivers share.
 

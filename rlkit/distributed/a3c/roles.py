@@ -7,7 +7,7 @@ drivers are in :mod:`rlkit.distributed.a3c.driver`.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -17,7 +17,7 @@ from rlkit.core.common import worker_seed
 from rlkit.core.types import Weights
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner, Fragment
-from rlkit.train.checkpoint import LearnerState, to_cpu
+from rlkit.train.checkpoint import SavesLearner
 
 
 class WeightsMessage(NamedTuple):
@@ -82,7 +82,7 @@ class GradientWorker:
                                fragment.episode_returns, loss["policy"] + loss["value"])
 
 
-class GradientServer:
+class GradientServer(SavesLearner):
     """Holds the weights and the optimiser; applies gradients, counting staleness and skips.
 
     A gradient with a NaN or inf entry is not applied: it is counted in ``skipped`` and the
@@ -101,15 +101,6 @@ class GradientServer:
 
     def ping(self) -> bool:
         return True
-
-    def state(self, include_buffer: bool = False) -> LearnerState:
-        """The learner's state on the CPU, for a checkpoint (the network and its Adam state)."""
-        return LearnerState(to_cpu(self.learner.state_dict()), None)
-
-    def restore(self, learner_state: dict[str, Any], buffer_state: Any = None) -> int:
-        """Load a checkpoint's learner state; the update count."""
-        self.learner.load_state_dict(learner_state)
-        return self.learner.updates
 
     @property
     def version(self) -> int:

@@ -15,7 +15,7 @@ code in one process and under Ray.
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from rlkit.envs.make import make_env
 from rlkit.envs.runner import EnvRunner
 from rlkit.replay.nstep import NStepBuilder
 from rlkit.replay.prioritized import beta_at, importance_weights, split_by_priority
-from rlkit.train.checkpoint import LearnerState, to_cpu
+from rlkit.train.checkpoint import SavesLearner
 
 __all__ = ["ApexLearner", "ApexLearnerReport", "ApexWorker"]
 
@@ -114,7 +114,7 @@ class ApexWorker:
                              self.version, time.perf_counter() - start)
 
 
-class ApexLearner:
+class ApexLearner(SavesLearner):
     """Samples from the shards, takes importance-weighted steps, returns new priorities.
 
     Args:
@@ -140,16 +140,8 @@ class ApexLearner:
     def ping(self) -> bool:
         return True
 
-    def state(self, include_buffer: bool = False) -> LearnerState:
-        """The learner's state on the CPU, for a checkpoint (the shards' contents are not
-        saved: a resumed run refills them)."""
-        return LearnerState(to_cpu(self.learner.state_dict()), None)
-
-    def restore(self, learner_state: dict[str, Any], buffer_state: Any = None) -> int:
-        """Load a checkpoint's learner state and publish it; the update count."""
-        self.learner.load_state_dict(learner_state)
+    def after_restore(self) -> None:  # the actors act with the loaded weights
         self.publish()
-        return self.learner.updates
 
     def publish(self) -> int:
         """Send the current priority weights (online and target) to the parameter server."""

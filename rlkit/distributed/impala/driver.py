@@ -60,7 +60,7 @@ class ImpalaRun(DriverRun):
     (record it, ask for the next, evaluate when due) and a worker whose ``run()`` ended (only
     a failure ends it before the queue closes: restart it)."""
 
-    CHECKPOINT_EVERY = 50  # updates of B fragments (400k env steps with the defaults)
+    CHECKPOINT_EVERY = 50  # updates of B fragments (about 205k env steps with the defaults)
 
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
         super().__init__(options, config.total_steps, "IMPALA (Ray)", "IMPALA", config)
@@ -171,14 +171,7 @@ class ImpalaRun(DriverRun):
         self.save()
 
     def result(self) -> IMPALAResult:
-        lag = float(np.mean(self.lags)) if self.lags else 0.0
-        if lag > WARN_QUEUE_UPDATES:  # measured, whatever the config promised
-            text = (f"the mean policy lag was {lag:.1f} updates (max {max(self.lags)}): V-trace "
-                    f"clipped most importance weights. Fix: fewer workers per learner, or a "
-                    f"shorter queue (queue_size={self.config.queue_size})")
-            self.history.events.append(f"step {self.env_steps}: {text}")
-            warnings.warn(text, stacklevel=3)
-        return IMPALAResult(
+        result = IMPALAResult(
             history=self.history, solved=self.solved, eval_return=self.eval_return,
             env_steps=self.env_steps, wall_seconds=self.wall, updates=self.updates,
             weights=self.weights, startup_seconds=self.startup_seconds,
@@ -186,6 +179,14 @@ class ImpalaRun(DriverRun):
             queue_high_water=self.queue.high_water, actor_wait_seconds=self.queue.wait_seconds,
             learner_busy_seconds=self.busy, learner_wait_seconds=self.learner_wait,
             eval_seconds=self.eval_seconds)
+        if result.mean_policy_lag > WARN_QUEUE_UPDATES:  # measured, whatever the config promised
+            text = (f"the mean policy lag was {result.mean_policy_lag:.1f} updates (max "
+                    f"{result.max_policy_lag}): V-trace clipped most importance weights. Fix: "
+                    f"fewer workers per learner, or a shorter queue (queue_size="
+                    f"{self.config.queue_size})")
+            self.history.events.append(f"step {self.env_steps}: {text}")
+            warnings.warn(text, stacklevel=3)
+        return result
 
 
 def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:

@@ -32,7 +32,7 @@ from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
 from rlkit.envs.runner import EnvRunner, Fragment
-from rlkit.train.checkpoint import LearnerState, to_cpu
+from rlkit.train.checkpoint import SavesLearner
 
 
 class QueueStats(NamedTuple):
@@ -240,7 +240,7 @@ class ImpalaActor:
         return shipped
 
 
-class ImpalaLearner:
+class ImpalaLearner(SavesLearner):
     """Takes batches from the queue, updates with V-trace, publishes each version.
 
     Args:
@@ -260,15 +260,8 @@ class ImpalaLearner:
     def ping(self) -> bool:
         return True
 
-    def state(self, include_buffer: bool = False) -> LearnerState:
-        """The learner's state on the CPU, for a checkpoint (not the queue's fragments)."""
-        return LearnerState(to_cpu(self.learner.state_dict()), None)
-
-    def restore(self, learner_state: dict[str, Any], buffer_state: Any = None) -> int:
-        """Load a checkpoint's learner state and publish it; the update count."""
-        self.learner.load_state_dict(learner_state)
+    def after_restore(self) -> None:  # the actors act with the loaded weights
         self.publish()
-        return self.learner.updates
 
     def publish(self) -> None:
         call(self.queue, "publish", self.learner.updates, self.learner.get_weights(),

@@ -153,7 +153,7 @@ class Supervisor:
 
         dead = self.dead_roles()
         if dead:  # a worker that failed because a server died: no restart can help
-            raise self.failure(error, role, "running") from error
+            raise self.failure(error, role, "running", dead) from error
         ray.kill(self.handles[role], no_restart=True)
         self.restarts[role] += 1
         n = self.restarts[role]
@@ -219,10 +219,12 @@ class Supervisor:
                 dead.append(pings[ref])
         return sorted(dead, key=roles.index)
 
-    def failure(self, error: BaseException, role: str, doing: str) -> RoleFailedError:
+    def failure(self, error: BaseException, role: str, doing: str,
+                dead: list[str] | None = None) -> RoleFailedError:
         """The error for a failed call to ``role``: it names the role that really failed
-        (another that died first, if any, else ``role``), its node, and the checkpoint."""
-        dead = self.dead_roles(besides=role)
+        (another that died first, if any, else ``role``), its node, and the checkpoint.
+        ``dead``: the roles already found dead (else they are pinged now)."""
+        dead = self.dead_roles(besides=role) if dead is None else dead
         culprit = dead[0] if dead else role
         node = node_of(self.handles[culprit]) if culprit in self.handles else None
         where = f" on {node}" if node else ""
