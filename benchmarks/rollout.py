@@ -154,7 +154,8 @@ def main() -> None:
     from rlkit.distributed.off_policy.throughput import (batched_rollout_throughput,
                                                          naive_rollout_throughput,
                                                          single_process_throughput)
-    from rlkit.distributed.runtime.cluster import init_ray, plan_resources
+    from rlkit.distributed.runtime.cluster import init_ray
+    from rlkit.distributed.runtime.placement import plan_resources
 
     config = DQNConfig()
     raw = raw_env_rate(args.seconds)

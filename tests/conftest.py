@@ -65,3 +65,77 @@ def kill_times(monkeypatch):
 
     monkeypatch.setattr(Supervisor, "inject_faults", recording)
     return times
+
+
+class NodesCluster:
+    """A Ray cluster of several raylets on this machine (``ray.cluster_utils.Cluster``): a head
+    with no CPU (the driver and the roles pinned to it) and ``workers`` nodes of 1 CPU each.
+    ``remove_node_of(role, at)`` removes, mid-run, the node that ``role``'s actor runs on once
+    the run has counted ``at`` env steps; ``refill()`` adds nodes back between runs."""
+
+    def __init__(self, workers: int = 3) -> None:
+        import ray
+        from ray.cluster_utils import Cluster
+
+        self.workers = workers
+        self.cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "include_dashboard": False})
+        self.nodes = []
+        self.refill()
+        ray.init(address=self.cluster.address, log_to_driver=False)
+        self.removed: dict[str, tuple[str, float]] = {}  # role -> (node id, when)
+
+    def refill(self) -> None:
+        self.nodes = [n for n in self.nodes if n in self.cluster.worker_nodes]
+        while len(self.nodes) < self.workers:
+            self.nodes.append(self.cluster.add_node(num_cpus=1))
+        self.cluster.wait_for_nodes()
+
+    def remove_node_of(self, monkeypatch, role: str, at: int) -> None:
+        from rlkit.distributed.runtime.supervisor import Supervisor
+
+        original = Supervisor.inject_faults
+
+        def removing(sup, env_steps):
+            original(sup, env_steps)
+            if env_steps >= at and role not in self.removed:
+                node_id = sup.where()[role]
+                node = next(n for n in self.nodes if n.node_id == node_id)
+                self.cluster.remove_node(node)
+                self.removed[role] = (node_id, time.perf_counter())
+
+        monkeypatch.setattr(Supervisor, "inject_faults", removing)
+
+    def shutdown(self) -> None:
+        import ray
+
+        ray.shutdown()
+        self.cluster.shutdown()
+
+
+def ray_node_processes() -> list[int]:
+    """Pids of the raylets and GCS servers on this machine."""
+    pids = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if "raylet" in text or "gcs_server" in text:
+            pids.append(proc.pid)
+    return pids
+
+
+@pytest.fixture(scope="module")
+def nodes_cluster():
+    """A head (0 CPU) and three 1-CPU nodes; afterwards no raylet or GCS of it is left."""
+    ray = pytest.importorskip("ray")
+    assert not ray.is_initialized()
+    before = set(ray_node_processes())
+    nodes = NodesCluster()
+    yield nodes
+    nodes.shutdown()
+    deadline = time.monotonic() + 10
+    while (left := set(ray_node_processes()) - before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"raylets or GCS left running: {sorted(left)}"

@@ -1,12 +1,14 @@
-"""Every pattern's run survives losing its learner and a Ctrl-C, through its checkpoints:
+"""Every pattern's run survives losing its learner's node and a Ctrl-C, through its checkpoints.
+On a cluster of a head and three 1-CPU nodes (the learner alone on one of them):
 
-1. the learner role is killed mid-run: the error names it and the checkpoint to resume from;
-2. the run is resumed from there and stopped with Ctrl-C (the stop button): a newer
-   checkpoint is saved, the interrupt goes through, and nothing is left running;
+1. the learner's node is removed mid-run: within 5 s the error names the learner, its node and
+   the checkpoint to resume from;
+2. the run is resumed from there (on the nodes left) and stopped with Ctrl-C (the stop
+   button): a newer checkpoint is saved, the interrupt goes through, nothing is left running;
 3. resumed again, the run solves CartPole (greedy evaluation >= 475), its history continuing
    the one the first run began.
 
-The off-policy driver's own version of this is in test_faults.py."""
+The off-policy driver's own version of this (a killed learner actor) is in test_faults.py."""
 
 import dataclasses
 import time
@@ -65,18 +67,23 @@ def press_stop_at_learner_report(monkeypatch, n):
 
 
 @pytest.mark.parametrize("pattern", list(PATTERNS))
-def test_learner_failure_and_ctrl_c_are_resumed_and_the_run_solves(ray_cluster, tmp_path,
-                                                                  monkeypatch, kill_times,
-                                                                  pattern):
+def test_learner_node_loss_and_ctrl_c_are_resumed_and_the_run_solves(nodes_cluster, tmp_path,
+                                                                     monkeypatch, kill_times,
+                                                                     pattern):
     run, learner, algorithm, config, kill_step, every = PATTERNS[pattern]
     path = tmp_path / "checkpoint.pt"
-    kill_at = {"worker 1": 1_000, learner: kill_step} if pattern == "a3c" else {learner: kill_step}
+    kill_at = {"worker 1": 1_000} if pattern == "a3c" else {}
+    nodes_cluster.refill()
+    nodes_cluster.removed.clear()
+    nodes_cluster.remove_node_of(monkeypatch, learner, kill_step)
 
-    with pytest.raises(RoleFailedError, match=rf"^the {learner} actor (failed|died).*resume_from="
-                                              rf"'{path}'") as info:
+    with pytest.raises(RoleFailedError, match=rf"^the {learner} actor (failed|died) on node "
+                                              rf".*resume_from='{path}'") as info:
         run(checkpoint_dir=tmp_path, checkpoint_every=every, kill_at=kill_at, max_restarts=1)
+    node_id, removed_at = nodes_cluster.removed[learner]
     assert info.value.role == learner and set(kill_times) == set(kill_at)
-    assert time.perf_counter() - kill_times[learner] < 5.0  # named within 5 s of the kill
+    assert f"node {node_id[:8]}" in str(info.value)
+    assert time.perf_counter() - removed_at < 5.0  # named within 5 s of the loss
     assert wait_until_no_actors() == []
     first = load_checkpoint(path, algorithm, config)
     assert 0 < first.env_steps < 2 * kill_step and first.updates >= every
@@ -101,7 +108,7 @@ def test_learner_failure_and_ctrl_c_are_resumed_and_the_run_solves(ray_cluster, 
     assert wait_until_no_actors() == []
 
 
-def test_a_checkpoint_resumes_only_its_own_pattern_and_shapes(ray_cluster, tmp_path):
+def test_a_checkpoint_resumes_only_its_own_pattern_and_shapes(nodes_cluster, tmp_path):
     """An IMPALA checkpoint refused by A3C, and by IMPALA with another network, before any
     actor starts."""
     run, *_ = PATTERNS["impala"]

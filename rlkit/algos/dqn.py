@@ -23,6 +23,7 @@ from rlkit.algos.dqn_td import (DQNPriorityModel, dqn_loss, dqn_q_and_targets,  
                                 dqn_targets, dqn_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
+from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import Batch, BatchPolicy, NStepBatch, Weights
@@ -102,6 +103,7 @@ class DQNLearner:
         self.q_target.requires_grad_(False)
         self.optimizer = make_adam(self.q.parameters(), config.learning_rate)
         self.updates = 0
+        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
         self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
     def update(self, batch: Batch | NStepBatch, importance_weights: torch.Tensor | None = None
@@ -138,6 +140,7 @@ class DQNLearner:
                 f"the rewards for inf/NaN.")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.sync_gradients(self.q.parameters())  # a learner group's all-reduce
         grad_norm = torch.nn.utils.clip_grad_norm_(self.q.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         self.updates += 1

@@ -19,6 +19,7 @@ from torch import nn
 
 from rlkit.algos.a2c import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import nstep_returns, vtrace
+from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
 from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
                                    text)
@@ -184,6 +185,7 @@ class VTraceLearner(ActorCriticState):
         self.net = ActorCritic(obs_dim, n_actions, config.hidden)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
+        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
 
     def update(self, fragments: Sequence[Fragment]) -> dict[str, float]:
         """One gradient step on ``B`` fragments; returns the loss metrics."""
@@ -193,6 +195,7 @@ class VTraceLearner(ActorCriticState):
                                      f"{metrics}. Fix: lower learning_rate or max_grad_norm.")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.sync_gradients(self.net.parameters())  # a learner group's all-reduce
         nn.utils.clip_grad_norm_(self.net.parameters(), self.config.max_grad_norm)
         self.optimizer.step()
         self.updates += 1

@@ -75,6 +75,8 @@ class RunResult:
         weights: On a solve, the weights that reached the target; else the final ones.
         startup_seconds: Time the actors took to start.
         worker_restarts: Workers replaced after a failure.
+        placement: ``{role: node id}``: the node each role's actor started on (read from
+            Ray once all were up; a replacement's node is in ``history.events``).
     """
 
     history: History
@@ -86,6 +88,7 @@ class RunResult:
     weights: Weights
     startup_seconds: float = 0.0
     worker_restarts: int = 0
+    placement: dict[str, str] = field(default_factory=dict)
 
 
 def repo_root() -> Path:

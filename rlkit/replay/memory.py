@@ -38,24 +38,24 @@ def free_memory_bytes(device: str | torch.device = "cpu") -> int | None:
 
 def check_buffer_memory(capacity: int, obs_dim: int, action_dim: int | None,
                         device: str | torch.device = "cpu", nbytes: int | None = None,
-                        what: str = "") -> int:
+                        what: str = "", free: int | None = None, where: str = "") -> int:
     """Estimate a buffer's bytes *before* allocating it (or take ``nbytes``, everything the
     replay holds, ``what`` saying so); refuse one that would not fit.
 
-    The limit is :data:`MAX_BUFFER_BYTES` or 80% of the memory free on ``device``, whichever is
-    smaller. Returns the estimate.
+    The limit is :data:`MAX_BUFFER_BYTES` or 80% of the memory free on ``device`` (or ``free``
+    bytes, measured ``where`` the buffer will live: the learner's node), whichever is smaller.
+    Returns the estimate.
 
     Raises:
         ValueError: naming ``buffer_size`` and the largest capacity that would fit.
     """
     nbytes = replay_bytes(capacity, obs_dim, action_dim) if nbytes is None else nbytes
-    free = free_memory_bytes(device)
+    free = free_memory_bytes(device) if free is None else free
     limit = MAX_BUFFER_BYTES if free is None else min(MAX_BUFFER_BYTES, int(0.8 * free))
     if nbytes > limit:
         per_item = max(1, nbytes // max(1, capacity))
         raise ValueError(
-            f"buffer_size={capacity}{what} would need {nbytes / 2**30:.1f} GiB on {device}, more "
-            f"than "
-            f"the {limit / 2**30:.1f} GiB allowed (80% of free memory, at most "
+            f"buffer_size={capacity}{what} would need {nbytes / 2**30:.1f} GiB on {device}{where}, "
+            f"more than the {limit / 2**30:.1f} GiB allowed (80% of free memory, at most "
             f"{MAX_BUFFER_BYTES / 2**30:.0f} GiB). Fix: use buffer_size <= {limit // per_item}.")
     return nbytes

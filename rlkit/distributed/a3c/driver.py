@@ -19,7 +19,6 @@ from rlkit.core.common import next_multiple
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.validation import COUNT, FLAG, build, check_value, int_rule, require_instance
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker
-from rlkit.distributed.runtime.cluster import plan_resources, require_ray
 from rlkit.distributed.runtime.driver import DriverRun, RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
@@ -138,7 +137,7 @@ class GradientServerRun(DriverRun):
         if len(self.env_ids) != num_workers:
             raise ValueError(f"worker_env_ids has {len(self.env_ids)} entries for "
                              f"{num_workers} workers. Fix: give one id (or None) per worker.")
-        self.plan = plan_resources(num_workers, require_ray().get("CPU", 1.0))
+        self.plan = self.place(num_workers)
         # each env is built here, not only in an actor, so a bad id fails before any starts
         for env_id in [e for e in dict.fromkeys([config.env_id, *self.env_ids]) if e]:
             probe = make_env(env_id, config.seed, "discrete", "A2C")
@@ -160,12 +159,12 @@ class GradientServerRun(DriverRun):
     def start_roles(self) -> None:
         import ray
 
-        sup, plan, config = self.supervisor, self.plan, self.config
+        sup, config = self.supervisor, self.config
         server = sup.start("gradient server", lambda r: ray.remote(GradientServer).options(
-            num_cpus=plan.learner_cpus).remote(config))
+            **sup.options("gradient server")).remote(config))
         for i, env_id in enumerate(self.env_ids):
             sup.start(f"worker {i}", lambda r, i=i, e=env_id: ray.remote(GradientWorker).options(
-                num_cpus=plan.worker_cpus).remote(config, i, e, r))
+                **sup.options(f"worker {i}")).remote(config, i, e, r))
         timeout = max(STARTUP_TIMEOUT_S, self.options.timeout_s)
         sup.wait_started(list(sup.handles), timeout)
         self.restore_learner(timeout)
@@ -176,7 +175,9 @@ class GradientServerRun(DriverRun):
 
     def launch(self, i: int) -> None:
         """Ask worker ``i`` for a gradient on the server's latest weights (passed as a
-        reference: the weights go server -> worker without the driver)."""
+        reference: the weights go server -> worker without the driver); not a dropped one."""
+        if f"worker {i}" not in self.supervisor.handles:  # dropped: its node is gone
+            return
         ref = self.supervisor[f"worker {i}"].compute_gradient.remote(self.weights_ref)
         self.expect(ref, f"worker {i}", lambda r, i=i: self.on_gradient(r, i))
 

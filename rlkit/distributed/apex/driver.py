@@ -27,7 +27,7 @@ from rlkit.core.types import Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.apex.roles import ApexLearner, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
-from rlkit.distributed.runtime.cluster import plan_resources, require_ray
+from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.driver import DriverRun, RunOptions
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
@@ -97,15 +97,18 @@ class ApexRun(DriverRun):
         env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
         self.obs_dim, self.act_dim = space_dims(env)[0], algo.replay_action_dim(env)
         env.close()
-        # every shard's storage and trees, counted here before any shard allocates its own
+        # the learner gets 1 CPU; the shards share its node with any workers there, the
+        # workers fill the rest (on one 2-CPU node: workers and shards 0.25 each)
+        self.plan = self.place(self.apex.num_workers, 0, shards=self.apex.num_shards)
+        # every shard's storage and trees, counted on the learner's node (the shards' node)
+        # before any shard allocates its own
         k, self.capacity = self.apex.num_shards, max(self.cfg.batch_size,
                                                      self.cfg.buffer_size // self.apex.num_shards)
+        free, where = self.learner_free_memory()
         check_buffer_memory(self.cfg.buffer_size, self.obs_dim, self.act_dim, what=f" (in {k} "
                             f"shards, with their priority trees)", nbytes=k * replay_bytes(
-                                self.capacity, self.obs_dim, self.act_dim, True))
-        # the learner gets 1 CPU; workers and shards share the rest (0.25 each on 2 CPUs)
-        self.plan = plan_resources(self.apex.num_workers, cluster_cpus, 0,
-                                   shards=self.apex.num_shards)
+                                self.capacity, self.obs_dim, self.act_dim, True),
+                            free=free, where=where)
         self.asked = self.updates  # a resumed run's learner has done these already
         self.solved_at: tuple[int, float] | tuple[None, None] = (None, None)
         self.weights: Weights = {}
@@ -127,19 +130,20 @@ class ApexRun(DriverRun):
         algo, apex, sup, timeout = self.algo, self.apex, self.supervisor, self.options.timeout_s
         obs_dim, act_dim, capacity = self.obs_dim, self.act_dim, self.capacity
         server = sup.start("parameter server", lambda r: ray.remote(ParameterServer).options(
-            num_cpus=0).remote())
+            **sup.options("parameter server")).remote())
         for k in range(apex.num_shards):
             sup.start(f"shard {k}", lambda r, k=k: ray.remote(ReplayShard).options(
-                num_cpus=self.plan.worker_cpus).remote(capacity, obs_dim, act_dim, apex.alpha,
-                                                       self.cfg.seed + 10 + k))
+                **sup.options(f"shard {k}")).remote(capacity, obs_dim, act_dim, apex.alpha,
+                                                    self.cfg.seed + 10 + k))
         shards = RayShards([sup[f"shard {k}"] for k in range(apex.num_shards)], timeout)
         channel = RayChannel(server, timeout)
         sup.start("learner", lambda r: ray.remote(ApexLearner).options(
-            num_cpus=self.plan.learner_cpus).remote(algo, channel, shards))
+            **sup.options("learner")).remote(algo, channel, shards))
         for i in range(apex.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ApexWorker).options(
-                num_cpus=self.plan.worker_cpus).remote(algo, i, channel, shards, r))
-        sup.start("evaluator", lambda r: ray.remote(Evaluator).options(num_cpus=0).remote(algo))
+                **sup.options(f"worker {i}")).remote(algo, i, channel, shards, r))
+        sup.start("evaluator", lambda r: ray.remote(Evaluator).options(
+            **sup.options("evaluator")).remote(algo))
         sup.wait_started([r for r in sup.handles if r != "parameter server"],
                          max(STARTUP_TIMEOUT_S, timeout))
         self.restore_learner(max(STARTUP_TIMEOUT_S, timeout))
@@ -154,6 +158,8 @@ class ApexRun(DriverRun):
         return self.solved or self.env_steps >= self.cfg.total_steps
 
     def collect(self, i: int) -> None:
+        if f"worker {i}" not in self.supervisor.handles:  # dropped: its node is gone
+            return
         ref = self.supervisor[f"worker {i}"].collect.remote(self.apex.fragment_steps)
         self.expect(ref, f"worker {i}", lambda r, i=i: self.on_fragment(r, i))
 

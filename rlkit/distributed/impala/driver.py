@@ -26,7 +26,6 @@ from rlkit.core.common import next_multiple, worker_seed
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
-from rlkit.distributed.runtime.cluster import plan_resources, require_ray
 from rlkit.distributed.runtime.driver import DriverRun, RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
@@ -65,6 +64,7 @@ class ImpalaRun(DriverRun):
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
         super().__init__(options, config.total_steps, "IMPALA (Ray)", "IMPALA", config)
         self.config = config
+        self.place(config.num_workers)  # refused here if it cannot be placed
         probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
@@ -79,20 +79,20 @@ class ImpalaRun(DriverRun):
                                                   for i in range(self.config.num_workers)]
 
     def start_roles(self) -> None:
-        """The queue, the learner and the workers, sized to the cluster (fractions of a CPU
-        on 2 cores)."""
+        """The queue, the learner and the workers, as planned in ``__init__`` (fractions of a
+        CPU on 2 cores)."""
         import ray
 
         sup, config, timeout = self.supervisor, self.config, self.role_timeout
-        plan = plan_resources(config.num_workers, require_ray()["CPU"])
         queue = sup.start("trajectory queue", lambda r: ray.remote(TrajectoryQueue).options(
-            num_cpus=0, max_concurrency=2 * config.num_workers + 4).remote(config.queue_size))
+            **sup.options("trajectory queue", max_concurrency=2 * config.num_workers + 4)
+        ).remote(config.queue_size))
         sup.start("learner", lambda r: ray.remote(ImpalaLearner).options(
-            num_cpus=plan.learner_cpus).remote(config, self.obs_dim, self.n_actions, queue,
-                                               timeout))
+            **sup.options("learner")).remote(config, self.obs_dim, self.n_actions, queue,
+                                             timeout))
         for i in range(config.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
-                num_cpus=plan.worker_cpus).remote(config, i, queue, r, timeout))
+                **sup.options(f"worker {i}")).remote(config, i, queue, r, timeout))
         timeout = max(STARTUP_TIMEOUT_S, self.options.timeout_s)
         sup.wait_started(list(sup.handles), timeout)
         self.restore_learner(timeout)  # before any worker asks for its first weights
@@ -111,6 +111,8 @@ class ImpalaRun(DriverRun):
         return self.solved or self.env_steps >= self.config.total_steps
 
     def launch_worker(self, i: int) -> None:
+        if f"worker {i}" not in self.supervisor.handles:  # dropped: its node is gone
+            return
         ref = self.supervisor[f"worker {i}"].run.remote()
         self.expect(ref, f"worker {i}", lambda r, i=i: self.on_worker_stopped(r, i))
 

@@ -21,7 +21,7 @@ from rlkit.core.types import OffPolicyAlgorithm, Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.off_policy.options import RayOptions, RayResult
 from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
-from rlkit.distributed.runtime.cluster import ResourcePlan, plan_resources, require_ray
+
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
@@ -76,17 +76,7 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
     """
     opts = build(RayOptions, "train_ray", options)
-    cluster = require_ray()
-    plan = plan_resources(num_workers, cluster.get("CPU", 0.0), opts.learner_gpus,
-                          cluster.get("GPU", 0.0))
-    config = algo.config
-    env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
-    obs_dim, act_dim = space_dims(env)
-    env.close()
-    # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
-    check_buffer_memory(config.buffer_size, obs_dim,
-                        None if algo.action_kind == "discrete" else act_dim)
-    return OffPolicyRun(algo, num_workers, plan, opts).run()
+    return OffPolicyRun(algo, num_workers, opts).run()
 
 
 class OffPolicyRun(DriverRun):
@@ -95,13 +85,21 @@ class OffPolicyRun(DriverRun):
     worker) and an evaluation (:meth:`on_evaluation`); :meth:`schedule` starts an evaluation
     when one is due."""
 
-    def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, plan: ResourcePlan,
-                 opts: RayOptions) -> None:
+    def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, opts: RayOptions) -> None:
         config = algo.config
         self.SAVE_BUFFER = opts.checkpoint_buffer
         super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
                          algo.name, config)
-        self.algo, self.config, self.opts, self.plan = algo, config, opts, plan
+        self.plan = self.place(num_workers, opts.learner_gpus)
+        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
+        obs_dim, act_dim = space_dims(env)
+        env.close()
+        # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
+        free, where = self.learner_free_memory()
+        check_buffer_memory(config.buffer_size, obs_dim,
+                            None if algo.action_kind == "discrete" else act_dim,
+                            free=free, where=where)
+        self.algo, self.config, self.opts = algo, config, opts
         self.num_workers, self.updates_asked = num_workers, self.updates
         self.launched_steps = self.env_steps
         self.learner_calls: deque[ObjectRef] = deque()
@@ -135,6 +133,8 @@ class OffPolicyRun(DriverRun):
             return
         per_env = self.opts.envs_per_worker
         n = -(-n // per_env) * per_env  # what the worker will really take
+        if f"worker {i}" not in self.supervisor.handles:  # dropped: its node is gone
+            return
         worker = self.supervisor[f"worker {i}"]
         batch_ref, stats_ref = worker.collect.options(num_returns=2).remote(
             n, self.algo.random_action_prob(self.env_steps))
@@ -219,18 +219,17 @@ class OffPolicyRun(DriverRun):
         sup, plan, opts, algo = self.supervisor, self.plan, self.opts, self.algo
         generation = 1000 * sum("resumed from" in e for e in self.history.events)
         server = sup.start("parameter server", lambda _: ray.remote(ParameterServer).options(
-            num_cpus=plan.parameter_server_cpus).remote())
+            **sup.options("parameter server")).remote())
         channel = RayChannel(server, opts.timeout_s)
         # Ray 2.60 hides GPUs only from actors that ask for one: tell the learner its device
         device = "cuda" if plan.learner_gpus > 0 else "cpu"
         learner = sup.start("learner", lambda _: ray.remote(LearnerWorker).options(
-            num_cpus=plan.learner_cpus, num_gpus=plan.learner_gpus).remote(
-            algo, channel, opts.publish_every, device))
+            **sup.options("learner")).remote(algo, channel, opts.publish_every, device))
         sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
-            num_cpus=plan.evaluator_cpus).remote(algo))
+            **sup.options("evaluator")).remote(algo))
         for i in range(self.num_workers):
             sup.start(f"worker {i}", lambda restart, i=i: ray.remote(
-                RolloutWorker).options(num_cpus=plan.worker_cpus).remote(
+                RolloutWorker).options(**sup.options(f"worker {i}")).remote(
                 algo, i, channel, generation + restart, opts.envs_per_worker))
         timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
         self.restore_learner(timeout)

@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.validation import Validated, fail, flag, integer, number, path, role_steps
+from rlkit.distributed.runtime.cluster import require_ray
+from rlkit.distributed.runtime.placement import (ResourcePlan, cluster_nodes, free_memory_on,
+                                                 plan_resources)
 from rlkit.distributed.runtime.supervisor import Supervisor
 from rlkit.notebook.progress import ProgressBar
 from rlkit.train.checkpoint import (Checkpointer, check_checkpoint_options, load_checkpoint,
@@ -117,6 +120,7 @@ class DriverRun:
         self.env_steps = 0
         self.solved, self.eval_return = False, math.nan
         self.startup_seconds, self.started = 0.0, False
+        self.placement: dict[str, str] = {}
         self.total_steps, self.name = total_steps, name
         self.bar = ProgressBar(False, total_steps, 0, name)
         self.start_time = time.perf_counter()
@@ -150,6 +154,23 @@ class DriverRun:
 
     def result(self) -> RunResult:
         raise NotImplementedError
+
+    def place(self, num_workers: int, learner_gpus: float | None = 0.0, shards: int = 0
+              ) -> ResourcePlan:
+        """Plan every CPU role on the cluster's alive nodes (refused here, before any actor
+        starts, if it cannot be placed) and hand the plan to the supervisor."""
+        require_ray()
+        self.supervisor.plan = plan_resources(num_workers, cluster_nodes(), learner_gpus,
+                                              shards=shards, learner_role=self.LEARNER)
+        return self.supervisor.plan
+
+    def learner_free_memory(self) -> tuple[int | None, str]:
+        """RAM free on the learner's node (``None``: this machine's, measured by the check)
+        and where that is, for the buffer memory check."""
+        node = self.supervisor.plan.node(self.LEARNER) if self.supervisor.plan else None
+        if node is None or node.driver:
+            return None, ""
+        return free_memory_on(node), f" (the learner's {node})"
 
     # --- checkpoints ----------------------------------------------------------------------
 
@@ -198,6 +219,7 @@ class DriverRun:
             with self.supervisor, self.interrupt_guard():
                 begin = time.perf_counter()
                 self.start_roles()
+                self.placement = self.supervisor.where()
                 self.supervisor.kill_at = dict(self.options.kill_at)
                 self.startup_seconds = time.perf_counter() - begin
                 self.started, self.start_time = True, time.perf_counter()
@@ -207,7 +229,9 @@ class DriverRun:
                 self.finish()
         finally:
             self.bar.close(self.solved, eval=f"{self.eval_return:.0f}")
-        return self.result()
+        result = self.result()
+        result.placement = self.placement
+        return result
 
     def expect(self, ref: ObjectRef, role: str, handler: Handler) -> None:
         """Register a call in flight: when ``ref`` is ready, ``handler(ref)`` runs."""

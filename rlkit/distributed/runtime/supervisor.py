@@ -11,12 +11,14 @@ loop only says "a step happened".
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History
+from rlkit.distributed.runtime.actor_state import (EXIT_TIMEOUT_S, actor_state, describe_error,
+                                                  node_of, wait_gone)
+from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
 
 if TYPE_CHECKING:  # Ray itself is imported only where it is used
     from ray import ObjectRef
@@ -29,28 +31,6 @@ STARTUP_TIMEOUT_S = 120.0
 #: The roles a run can replace (each restart with a fresh seed); every other role (learner,
 #: servers, shards, queue) holds state the run cannot rebuild, so its failure ends the run.
 RESTARTABLE = ("worker", "evaluator")
-
-
-#: The longest a driver waits, after killing its actors, for their processes to be gone.
-EXIT_TIMEOUT_S = 10.0
-
-
-def wait_gone(handles: list[ActorHandle], timeout: float) -> bool:
-    """Wait until Ray reports every actor in ``handles`` dead (its process gone), at most
-    ``timeout`` seconds, so the next run starts on a quiet machine; whether all were."""
-    try:
-        from ray._private import state  # the GCS actor table: no dashboard needed
-    except ImportError:
-        return False
-    deadline, left = time.monotonic() + timeout, list(handles)
-    while left and time.monotonic() < deadline:
-        try:
-            left = [h for h in left if state.actors(h._actor_id.hex())["State"] != "DEAD"]
-        except Exception:  # noqa: BLE001  (a private table: waiting is a courtesy)
-            return False
-        if left:
-            time.sleep(0.05)
-    return not left
 
 
 class RoleFailedError(RuntimeError):
@@ -66,34 +46,6 @@ class LearnerFailedError(RoleFailedError):
     """The learner actor died or stopped; the message names the last checkpoint to resume."""
 
 
-def describe_error(error: BaseException) -> str:
-    """``"Type: message"`` of the original exception behind a Ray error, on one line and whole:
-    the cause's first line, or for an actor that died, Ray's reason (its last line)."""
-    cause = getattr(error, "cause", None)
-    if isinstance(cause, BaseException):
-        error = cause
-    ours = not type(error).__module__.startswith("ray.")  # Ray's own put the reason last
-    lines = str(error).strip().splitlines()
-    lines = lines[:1] if ours else lines[-1:]
-    return f"{type(error).__name__}: {lines[0].strip() if lines else ''}"
-
-
-def node_of(handle: ActorHandle) -> str | None:
-    """``"node 1a2b3c4d (10.0.0.7)"`` where ``handle``'s actor runs, if not this process's
-    node; ``None`` on the driver's node or if Ray cannot say."""
-    import ray
-
-    try:
-        from ray._private import state  # the GCS actor table: no dashboard needed
-
-        address = state.actors(handle._actor_id.hex())["Address"]
-        if address["NodeID"] == ray.get_runtime_context().get_node_id():
-            return None
-        return f"node {address['NodeID'][:8]} ({address['IPAddress']})"
-    except Exception:  # noqa: BLE001  (a private table: naming the node is a courtesy)
-        return None
-
-
 class Supervisor:
     """Starts a run's actors, restarts the ones that fail, and kills them all at the end.
 
@@ -103,11 +55,16 @@ class Supervisor:
         history: Where restart events are logged.
         last_checkpoint: Called for the newest checkpoint path, named in a learner failure.
         checkpoint_dir: The run's ``checkpoint_dir`` (``None``: it keeps no checkpoints).
+        plan: Where each role goes (:func:`~rlkit.distributed.runtime.placement.plan_resources`);
+            the drivers' factories ask :meth:`options`, and a replacement for an actor whose
+            node is gone is placed on a node with room, or dropped (:meth:`restart`).
     """
 
     def __init__(self, timeout_s: float, max_restarts: int, history: History,
                  last_checkpoint: Callable[[], Path | None] = lambda: None,
-                 checkpoint_dir: str | Path | None = None) -> None:
+                 checkpoint_dir: str | Path | None = None,
+                 plan: ResourcePlan | None = None) -> None:
+        self.plan = plan
         self.timeout_s = timeout_s
         self.checkpoint_dir = checkpoint_dir
         self.max_restarts = max_restarts
@@ -132,6 +89,10 @@ class Supervisor:
     def __getitem__(self, role: str) -> ActorHandle:
         return self.handles[role]
 
+    def options(self, role: str, **extra: Any) -> dict[str, Any]:
+        """``.options(...)`` for ``role``'s actor from the plan (``extra`` added)."""
+        return extra if self.plan is None else self.plan.options(role, **extra)
+
     def start(self, role: str, make: Callable[[int], ActorHandle]) -> ActorHandle:
         """Start ``make(restart=0)`` as ``role``; ``make`` is kept to restart it later."""
         self.factories[role], self.restarts[role] = make, 0
@@ -143,8 +104,11 @@ class Supervisor:
         self.started.append(handle)
         return handle
 
-    def restart(self, role: str, error: BaseException, env_steps: int) -> ActorHandle:
-        """Replace a failed actor (with its next random stream) and log why.
+    def restart(self, role: str, error: BaseException, env_steps: int) -> ActorHandle | None:
+        """Replace a failed actor (with its next random stream) and log why. If its node is
+        gone, the replacement goes to the node with the most CPUs left, asking for what is
+        left there; if no node has room, the role is dropped (``None``; logged): the run goes
+        on without it, and the driver stops calling it.
 
         Raises:
             RuntimeError: if ``role`` has already been restarted ``max_restarts`` times.
@@ -155,6 +119,19 @@ class Supervisor:
         if dead:  # a worker that failed because a server died: no restart can help
             raise self.failure(error, role, "running", dead) from error
         ray.kill(self.handles[role], no_restart=True)
+        if self.plan is not None and role in self.plan.slots:
+            lost = self.plan.node(role)
+            moved = self.plan.moved(role, cluster_nodes(), [r for r in self.handles if r != role])
+            if moved is None:
+                del self.handles[role]
+                self.history.events.append(
+                    f"step {env_steps}: {role} lost with {lost} ({describe_error(error)}); no "
+                    f"node has room for a replacement: the run goes on without it")
+                return None
+            if moved is not self.plan:
+                self.history.events.append(f"step {env_steps}: {role} lost with {lost}; its "
+                                           f"replacement goes to {moved.node(role)}")
+            self.plan = moved
         self.restarts[role] += 1
         n = self.restarts[role]
         if n > self.max_restarts:
@@ -167,6 +144,12 @@ class Supervisor:
         self.history.events.append(f"step {env_steps}: {role} failed "
                                    f"({describe_error(error)}); restarted (restart {n})")
         return self._launch(role)
+
+    def where(self) -> dict[str, str]:
+        """``{role: node id}`` of every running role, as Ray's actor table says."""
+        nodes = {role: (actor_state(h).get("Address") or {}).get("NodeID", "")
+                 for role, h in self.handles.items()}
+        return {role: node for role, node in nodes.items() if node}
 
     def restart_count(self, prefix: str) -> int:
         """Restarts of every role whose name starts with ``prefix``."""
@@ -202,13 +185,13 @@ class Supervisor:
                 raise self.failure(error, role, doing) from error
             raise
 
-    def dead_roles(self, besides: str = "") -> list[str]:
+    def dead_roles(self) -> list[str]:
         """The roles that cannot be replaced whose actor no longer answers ``ping`` (a busy
         actor that has not answered within 2 s counts as alive)."""
         import ray
         from ray.exceptions import RayError
 
-        roles = [r for r in self.handles if not r.startswith(RESTARTABLE) and r != besides]
+        roles = [r for r in self.handles if not r.startswith(RESTARTABLE)]
         pings = {self.handles[r].ping.remote(): r for r in roles}
         ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=2.0)
         dead = []
@@ -222,14 +205,18 @@ class Supervisor:
     def failure(self, error: BaseException, role: str, doing: str,
                 dead: list[str] | None = None) -> RoleFailedError:
         """The error for a failed call to ``role``: it names the role that really failed
-        (another that died first, if any, else ``role``), its node, and the checkpoint.
+        (``role`` itself if it is dead or raised, else another that died first), its node, the
+        roles lost with it (a node that died takes all of its actors), and the checkpoint.
         ``dead``: the roles already found dead (else they are pinged now)."""
-        dead = self.dead_roles(besides=role) if dead is None else dead
-        culprit = dead[0] if dead else role
+        dead = self.dead_roles() if dead is None else dead
+        culprit = role if role in dead or not dead else dead[0]
         node = node_of(self.handles[culprit]) if culprit in self.handles else None
         where = f" on {node}" if node else ""
         what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
-                if dead else f"the {role} actor failed{where} while {doing}")
+                if culprit != role else f"the {role} actor failed{where} while {doing}")
+        others = [r for r in dead if r not in (culprit, role)]
+        if others:
+            what += f" (also lost: {', '.join(others)})"
         last = self.last_checkpoint()
         if last is not None:
             fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
@@ -272,16 +259,25 @@ class Supervisor:
         return ready[0]
 
     def wait_started(self, roles: list[str], timeout: float) -> None:
-        """Wait until every role answers ``ping`` (processes up, imports done)."""
+        """Wait until every role answers ``ping`` (processes up, imports done); a timeout
+        names only the roles still pending, and why (no node with room, or still starting)."""
         import ray
-        from ray.exceptions import GetTimeoutError
 
-        try:
-            ray.get([self.handles[r].ping.remote() for r in roles], timeout=timeout)
-        except GetTimeoutError as error:
-            raise TimeoutError(f"{', '.join(roles)} did not start within {timeout} s. Fix: "
-                               f"check that the cluster has room for them (ray status) and "
-                               f"the actors' logs.") from error
+        pings = {self.handles[r].ping.remote(): r for r in roles}
+        ready, waiting = ray.wait(list(pings), num_returns=len(pings), timeout=timeout)
+        ray.get(ready)  # an actor that died starting raises here
+        if waiting:
+            why = []
+            for ref in waiting:
+                role = pings[ref]
+                if actor_state(self.handles[role]).get("State") == "PENDING_CREATION":
+                    cpus = self.options(role).get("num_cpus", 1)
+                    why.append(f"{role} (pending: no node has room for its {cpus:g} CPU)")
+                else:
+                    why.append(f"{role} (started, not answering yet)")
+            raise TimeoutError(f"{', '.join(why)} did not start within {timeout} s. Fix: "
+                               f"check that the cluster's nodes have room for them (ray status) "
+                               f"and the actors' logs.")
 
     def inject_faults(self, env_steps: int) -> None:
         """Kill each role scheduled in ``kill_at`` once ``env_steps`` reaches its step (for

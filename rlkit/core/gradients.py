@@ -1,0 +1,45 @@
+"""Data-parallel learning in one function: average the gradients over the ranks of a group.
+
+Each of ``W`` learner ranks computes the mean loss over its own ``B / W`` samples. The mean of
+the ranks' gradients is then the gradient of the mean loss over all ``B`` samples:
+
+    (1/W) * sum_r grad[(1/(B/W)) * sum_{i in rank r} l_i]  =  grad[(1/B) * sum_i l_i]
+
+so ``W`` ranks that all-reduce their gradients (sum, then divide by ``W``) before clipping and
+stepping take exactly the step one learner would take on the whole batch, and, starting from
+the same weights with the same optimiser, stay identical. A learner calls its
+``sync_gradients(parameters)`` between ``backward()`` and the clip: :func:`no_sync` alone,
+:func:`average_gradients` in a group (:mod:`rlkit.distributed.runtime.learner_group`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import torch
+
+#: What a learner calls between ``backward()`` and clipping.
+GradientSync = Callable[[Iterable[torch.nn.Parameter]], None]
+
+
+def no_sync(parameters: Iterable[torch.nn.Parameter]) -> None:
+    """One learner: its gradients are already the batch's."""
+
+
+def average_gradients(parameters: Iterable[torch.nn.Parameter]) -> None:
+    """Replace each gradient by its mean over the ranks of the default process group: one
+    all-reduce of all gradients flattened into one buffer (one message per update, not one per
+    tensor). A parameter without a gradient counts as zeros, so every rank sends the same
+    layout."""
+    import torch.distributed as dist
+
+    params = list(parameters)
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)  # the sum over ranks
+    flat /= dist.get_world_size()
+    offset = 0
+    for p, g in zip(params, grads):
+        n = g.numel()
+        p.grad = flat[offset:offset + n].view_as(g).clone()
+        offset += n

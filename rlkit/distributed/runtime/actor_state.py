@@ -1,0 +1,59 @@
+"""What Ray knows about an actor, read without a dashboard: its state (pending, alive, dead),
+its node, why it failed; and waiting until killed actors are gone."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+
+#: The longest a driver waits, after killing its actors, for their processes to be gone.
+EXIT_TIMEOUT_S = 10.0
+
+
+def wait_gone(handles: list[ActorHandle], timeout: float) -> bool:
+    """Wait until Ray reports every actor in ``handles`` dead (its process gone), at most
+    ``timeout`` seconds, so the next run starts on a quiet machine; whether all were."""
+    deadline, left = time.monotonic() + timeout, list(handles)
+    while left and time.monotonic() < deadline:
+        left = [h for h in left if actor_state(h).get("State", "DEAD") != "DEAD"]
+        if left:
+            time.sleep(0.05)
+    return not left
+
+
+def describe_error(error: BaseException) -> str:
+    """``"Type: message"`` of the original exception behind a Ray error, on one line and whole:
+    the cause's first line, or for an actor that died, Ray's reason (its last line)."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        error = cause
+    ours = not type(error).__module__.startswith("ray.")  # Ray's own put the reason last
+    lines = str(error).strip().splitlines()
+    lines = lines[:1] if ours else lines[-1:]
+    return f"{type(error).__name__}: {lines[0].strip() if lines else ''}"
+
+
+def node_of(handle: ActorHandle) -> str | None:
+    """``"node 1a2b3c4d (10.0.0.7)"`` where ``handle``'s actor runs (or ran), if not this
+    process's node; ``None`` on the driver's node or if Ray cannot say."""
+    import ray
+
+    address = actor_state(handle).get("Address") or {}
+    node_id = address.get("NodeID") or ""
+    if not node_id.strip("0") or node_id == ray.get_runtime_context().get_node_id():
+        return None
+    return f"node {node_id[:8]} ({address.get('IPAddress', '?')})"
+
+
+def actor_state(handle: ActorHandle) -> dict:
+    """Ray's record of ``handle``'s actor (``State``, ``Address``, ...); ``{}`` if unknown."""
+    try:
+        from ray._private import state  # the GCS actor table: no dashboard needed
+
+        return dict(state.actors(handle._actor_id.hex()))
+    except Exception:  # noqa: BLE001  (a private table: what it says is a courtesy)
+        return {}

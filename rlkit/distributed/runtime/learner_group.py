@@ -1,0 +1,130 @@
+"""A learner group: ``W`` learner ranks that train as one, each on its share of every batch.
+
+Rank 0 opens a ``torch.distributed.TCPStore`` on a free port of its node; every rank joins a
+gloo process group through it (the rendezvous is passed explicitly: no hostname lookup, no
+environment variables). From then on each rank's learner calls
+:func:`rlkit.core.gradients.average_gradients` between ``backward()`` and its clip, so the ranks
+take the step one learner would take on the whole batch and keep identical weights; rank 0's
+weights are the group's.
+
+A group is all or nothing: a rank that dies leaves the others blocked in their next
+all-reduce, so the driver treats the loss of any rank as the loss of the learner.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from rlkit.core.gradients import average_gradients
+from rlkit.core.networks import module_weights
+from rlkit.core.types import Weights
+
+
+def free_port(host: str) -> int:
+    """A TCP port nobody listens on at ``host`` now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the ranks meet: rank 0's store at ``host:port``.
+
+    Attributes:
+        host: Rank 0's node address (reachable from every rank's node).
+        port: The store's port on it.
+        world_size: Ranks in the group.
+        backend: ``"gloo"`` (CPU; any tensor) or ``"nccl"`` (every rank on a GPU).
+        timeout_s: Longest wait for the other ranks, at the rendezvous and in a collective.
+    """
+
+    host: str
+    port: int
+    world_size: int
+    backend: str = "gloo"
+    timeout_s: float = 60.0
+
+
+def join_group(rank: int, rendezvous: Rendezvous) -> None:
+    """Join this process to the group as ``rank`` (rank 0 hosts the store)."""
+    import torch.distributed as dist
+
+    timeout = timedelta(seconds=rendezvous.timeout_s)
+    store = dist.TCPStore(rendezvous.host, rendezvous.port, rendezvous.world_size,
+                          is_master=rank == 0, timeout=timeout)
+    dist.init_process_group(rendezvous.backend, store=store, rank=rank,
+                            world_size=rendezvous.world_size, timeout=timeout)
+
+
+def leave_group() -> None:
+    """Leave the process group, if this process is in one."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+class LearnerRank:
+    """One rank of a learner group, as a plain class (``ray.remote(LearnerRank)`` for an actor).
+
+    Args:
+        make_learner: Builds this rank's learner; it has ``update(batch)``,
+            ``sync_gradients`` and a network attribute.
+        rank: This rank's index.
+        network: The learner's attribute holding the network whose weights are the group's.
+        seed: Torch's seed before ``make_learner()``: the same on every rank, so every rank
+            starts from the same weights.
+    """
+
+    def __init__(self, make_learner: Callable[[], Any], rank: int, network: str,
+                 seed: int) -> None:
+        import torch
+
+        torch.manual_seed(seed)
+        self.learner = make_learner()
+        self.rank, self.network = rank, network
+
+    def ping(self) -> int:
+        return self.rank
+
+    def meeting_point(self) -> tuple[str, int]:
+        """Rank 0: this node's address and a free port for the store."""
+        try:
+            import ray
+
+            host = ray.util.get_node_ip_address()
+        except Exception:  # noqa: BLE001  (outside Ray: this machine)
+            host = "127.0.0.1"
+        return host, free_port(host)
+
+    def join(self, rendezvous: Rendezvous) -> None:
+        """Join the group; from now on every update averages the gradients over the ranks."""
+        join_group(self.rank, rendezvous)
+        self.learner.sync_gradients = average_gradients
+
+    def update(self, batches: Sequence[Any]) -> int:
+        """One update per batch (this rank's share of each); the learner's update count."""
+        for batch in batches:
+            self.learner.update(batch)
+        return int(self.learner.updates)
+
+    def weights(self) -> Weights:
+        return module_weights(getattr(self.learner, self.network))
+
+    def leave(self) -> None:
+        leave_group()
+
+
+def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 60.0) -> None:
+    """Rendezvous Ray actors of :class:`LearnerRank` (rank ``r`` at index ``r``): rank 0 picks
+    the meeting point, then all join at once (each blocks until all have)."""
+    import ray
+
+    host, port = ray.get(ranks[0].meeting_point.remote(), timeout=timeout_s)
+    meeting = Rendezvous(host, port, len(ranks), backend, timeout_s)
+    ray.get([r.join.remote(meeting) for r in ranks], timeout=timeout_s + 10)

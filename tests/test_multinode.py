@@ -1,0 +1,78 @@
+"""Every pattern on a cluster of several nodes: a head (the driver, and the roles that ask for
+no CPU, pinned there) and three 1-CPU nodes, each a raylet of ``ray.cluster_utils.Cluster`` on
+this machine. Plans are made per node and refused before any actor starts when they cannot be
+placed; a run that loses a worker's node goes on (the replacement asks for what is left, or the
+worker is dropped, logged in ``history.events``) and still solves CartPole.
+
+Losing the learner's node is tested in test_resume.py, on the same kind of cluster."""
+
+import pytest
+
+from conftest import wait_until_no_actors
+
+ray = pytest.importorskip("ray")
+
+from rlkit.algos.a2c import A2CConfig  # noqa: E402
+from rlkit.algos.apex import ApexConfig, ApexDQN  # noqa: E402
+from rlkit.algos.dqn import DQNConfig  # noqa: E402
+from rlkit.algos.impala import IMPALAConfig  # noqa: E402
+from rlkit.distributed.a3c.driver import train_a3c_ray  # noqa: E402
+from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
+from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
+from rlkit.distributed.off_policy.driver import train_dqn_ray  # noqa: E402
+from rlkit.distributed.runtime.placement import cluster_nodes, plan_resources  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+# pattern: (run(), the env step at which worker 0's node is removed)
+PATTERNS = {
+    "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000), num_workers=2), 2_000),
+    "apex": (lambda: train_apex_ray(ApexDQN(DQNConfig(eval_episodes=10), ApexConfig(
+        num_workers=2, num_shards=1, envs_per_worker=8))), 2_000),
+    "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10),
+                                  num_workers=2), 2_000),
+    "impala": (lambda: train_impala_ray(IMPALAConfig(envs_per_worker=8, eval_episodes=10)),
+               20_000),
+}
+
+
+def test_the_plan_is_made_per_node_and_one_that_cannot_fit_is_refused(nodes_cluster):
+    nodes_cluster.refill()
+    nodes = cluster_nodes()
+    assert [n.cpus for n in nodes] == [0.0, 1.0, 1.0, 1.0] and nodes[0].driver
+    plan = plan_resources(3, nodes)
+    # the learner takes a node of its own; each worker a whole CPU where one is left
+    assert plan.node("learner") != nodes[0] and plan.learner_cpus == 1.0
+    used = {}
+    for role, slot in plan.slots.items():
+        used[slot.node_id] = used.get(slot.node_id, 0.0) + slot.cpus
+    assert all(used[n.node_id] <= n.cpus for n in nodes if n.node_id in used)
+    assert sorted(s.cpus for r, s in plan.slots.items() if r.startswith("worker")) == [
+        0.5, 0.5, 1.0]
+    # 100 workers: not even with the learner on half its node (50 fit at 0.05 CPU each)
+    with pytest.raises(ValueError, match=r"num_workers=100 is too many for a cluster of 4 nodes "
+                                         r"of 0, 1, 1, 1 CPUs.*Fix: use at most 50 workers"):
+        train_dqn_ray(DQNConfig(), num_workers=100)
+    assert wait_until_no_actors() == []
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_cluster,
+                                                                       monkeypatch, pattern):
+    run, at = PATTERNS[pattern]
+    nodes_cluster.refill()
+    nodes_cluster.removed.clear()
+    nodes_cluster.remove_node_of(monkeypatch, "worker 0", at)
+    result = run()
+    head = cluster_nodes()[0].node_id
+    learner = "gradient server" if pattern == "a3c" else "learner"
+    # the roles that ask for no CPU stay on the driver's node; learner and workers do not
+    assert {result.placement[r] for r in result.placement
+            if not r.startswith(("worker", "shard", learner))} <= {head}  # (A3C has none)
+    assert head not in {result.placement[learner], result.placement["worker 0"]}
+    assert len(set(result.placement.values())) >= 3
+    lost, _ = nodes_cluster.removed["worker 0"]
+    assert result.placement["worker 0"] == lost
+    assert any(f"worker 0 lost with node {lost[:8]}" in e for e in result.history.events)
+    assert result.solved and result.eval_return >= 475, result.history.events
+    assert wait_until_no_actors() == []
