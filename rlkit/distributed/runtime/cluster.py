@@ -1,14 +1,15 @@
-"""Starting Ray, keeping its token private, and sizing every actor's request to the cluster."""
+"""Starting Ray or attaching to a cluster, and keeping its token private. (Where each actor
+goes is :mod:`rlkit.distributed.runtime.placement`.)"""
 
 from __future__ import annotations
 
-import math
+import importlib.util
 import os
+import socket
+import threading
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
-from rlkit.core.validation import COUNT, check_value, number_rule
 
 #: The environment variable holding Ray's ``max_direct_call_object_size``: an argument or a
 #: reply smaller than this travels inside the call message itself instead of through the
@@ -21,6 +22,11 @@ RAY_DEFAULT_INLINE_LIMIT = 100 * 1024
 #: then skip the object store; measured here, a weights version costs training 1.3 ms instead
 #: of 2.1 ms (``benchmarks/weight_sync.py``). Bigger objects still go through the store.
 LOCAL_INLINE_LIMIT = 1024 * 1024
+#: Seconds each step of attaching to ``RAY_ADDRESS`` (the TCP connect, the GCS's first answer)
+#: may wait before :func:`init_ray` gives up; Ray alone retries for 20 s to over 10 minutes.
+ATTACH_TIMEOUT_S = 5.0
+#: The Ray Client's port, for a ``ray://`` address that names none.
+RAY_CLIENT_PORT = 10001
 
 
 def inline_limit() -> int:
@@ -32,11 +38,17 @@ def inline_limit() -> int:
 def init_ray(num_cpus: int | None = None) -> dict[str, float]:
     """Attach to the cluster at ``RAY_ADDRESS`` if set, else start a local one; no dashboard.
 
-    A local instance keeps Ray 2.60's token authentication on (``ray.init`` turns it on unless
-    ``RAY_AUTH_MODE`` says otherwise): its ports listen on the machine's network address, not
-    only on localhost, so the token is what keeps other machines out. The token file
-    (``~/.ray/auth_token``) is made readable by its owner only. Setting
-    ``RAY_AUTH_MODE=disabled`` gets a warning.
+    ``RAY_ADDRESS`` may be ``host:port`` (the head's GCS port, 6379 by default), ``auto`` (the
+    cluster ``ray start`` left on this machine) or ``ray://host:port`` (the Ray Client, which
+    needs ``ray[client]``). Attaching checks the address first, each step waiting at most
+    :data:`ATTACH_TIMEOUT_S`, and fails with the fix where Ray alone retries for 20 s or more.
+
+    Without ``RAY_ADDRESS`` (or with ``local``) it starts a new local instance, never joining a
+    cluster that ``ray start`` left running on this machine. That instance keeps Ray 2.60's
+    token authentication on (``ray.init`` turns it on unless ``RAY_AUTH_MODE`` says otherwise):
+    its ports listen on the machine's network address, not only on localhost, so the token is
+    what keeps other machines out. The token file (``~/.ray/auth_token``) is made readable by
+    its owner only. Setting ``RAY_AUTH_MODE=disabled`` gets a warning.
 
     A local instance also sends objects up to :data:`LOCAL_INLINE_LIMIT` (1 MiB) inside call
     messages, unless ``RAY_max_direct_call_object_size`` is already set: it sets that variable
@@ -47,12 +59,20 @@ def init_ray(num_cpus: int | None = None) -> dict[str, float]:
 
     Returns:
         The cluster's resources, e.g. ``{"CPU": 2.0, ...}``.
+
+    Raises:
+        ConnectionError: ``RAY_ADDRESS`` is set but nothing answers there, no Ray GCS answers
+            there, ``auto`` finds no cluster, or the cluster refuses this process's token (none
+            or a wrong one). The message names ``RAY_ADDRESS`` and the fix.
+        ImportError: ``RAY_ADDRESS`` is a ``ray://`` address and ``ray[client]`` is missing.
+        ValueError: ``RAY_ADDRESS`` is not one of the forms above.
     """
     import ray
 
     if not ray.is_initialized():
-        if os.environ.get("RAY_ADDRESS"):
-            ray.init(address=os.environ["RAY_ADDRESS"])
+        address = os.environ.get("RAY_ADDRESS", "")
+        if address and address != "local":
+            _attach(ray, address)
         else:
             mode = os.environ.get("RAY_AUTH_MODE", "")
             if mode and mode.lower() != "token":
@@ -60,9 +80,130 @@ def init_ray(num_cpus: int | None = None) -> dict[str, float]:
                               "anyone who can reach this machine's Ray ports can run code "
                               "here. Fix: unset RAY_AUTH_MODE.", stacklevel=2)
             os.environ.setdefault(INLINE_LIMIT_ENV, str(LOCAL_INLINE_LIMIT))
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=True)
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+                     log_to_driver=True)
             protect_token_file()
     return ray.cluster_resources()
+
+
+def _attach(ray, address: str) -> None:
+    """Check that the cluster at ``address`` (``RAY_ADDRESS``) answers, then attach to it."""
+    where = f"RAY_ADDRESS={address!r}"
+    host, port = _host_port(address, where)
+    try:
+        socket.create_connection((host, port), timeout=ATTACH_TIMEOUT_S).close()
+    except OSError as err:
+        flag = "ray-client-server-port" if address.startswith("ray://") else "port"
+        raise ConnectionError(
+            f"Nothing answers at {where} ({host}:{port}: {err or type(err).__name__}; waited "
+            f"at most {ATTACH_TIMEOUT_S:g} s). Fix: start the head on that machine with `ray "
+            f"start --head --{flag}={port}`, check the host, the port and any firewall between, "
+            f"or unset RAY_ADDRESS to start Ray on this machine.") from None
+    if address.startswith("ray://"):
+        if importlib.util.find_spec("grpc") is None:
+            raise ImportError(
+                f"{where} is a Ray Client address, which needs ray[client] (not installed). "
+                f"Fix: pip install \"ray[client]==2.60.0\", or attach through the head's GCS "
+                f"port instead: RAY_ADDRESS={host}:6379.")
+    else:
+        _probe_gcs(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", where,
+                   auto=address == "auto")
+    try:
+        ray.init(address=address)
+    except Exception as err:
+        if _refused_token(err):
+            raise ConnectionError(token_error_message(where)) from err
+        raise
+
+
+def _host_port(address: str, where: str) -> tuple[str, int]:
+    """The host and port that ``address`` names; ``auto``: the cluster found on this machine."""
+    if address == "auto":
+        from ray._private.services import canonicalize_bootstrap_address
+
+        try:
+            address = canonicalize_bootstrap_address("auto")
+        except ConnectionError:
+            raise ConnectionError(
+                f"{where}, but no Ray cluster runs on this machine. Fix: start one with `ray "
+                f"start --head`, name a head with RAY_ADDRESS=host:6379, or unset RAY_ADDRESS "
+                f"to start Ray on this machine.") from None
+    rest = address.split("://", 1)[-1]
+    if address.startswith("ray://") and not rest.rpartition(":")[2].isdigit():
+        rest += f":{RAY_CLIENT_PORT}"
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"{where} names no host:port. Fix: use host:port (e.g. head:6379), "
+                         f"ray://host:port, auto, or unset RAY_ADDRESS.")
+    return host.strip("[]"), int(port)
+
+
+def _probe_gcs(address: str, where: str, auto: bool) -> None:
+    """Ask the Ray GCS at ``address`` for its cluster id, waiting at most
+    :data:`ATTACH_TIMEOUT_S`; raise if it does not answer, or refuses this process's token,
+    where ``ray.init`` would retry for 20 s or more and then not say why."""
+    try:
+        from ray._private.authentication import authentication_token_setup as auth
+        from ray._raylet import AuthenticationTokenLoader, Config, InnerGcsClient
+    except ImportError:  # another Ray version: let ray.init find out
+        return
+    # Ray caches RAY_AUTH_MODE and the token at first use: read them again, so that a fix made
+    # in os.environ after a refused attach counts without restarting Python
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+    if auto:  # what ray.init(address="auto") does: a token on this machine turns the mode on
+        auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    outcome: list[BaseException | None] = []
+
+    def probe() -> None:
+        try:
+            InnerGcsClient.standalone(address, None, int(ATTACH_TIMEOUT_S * 1000))
+            outcome.append(None)
+        except Exception as err:  # noqa: BLE001 - judged below
+            outcome.append(err)
+
+    thread = threading.Thread(target=probe, name="rlkit-gcs-probe", daemon=True)
+    thread.start()
+    thread.join(ATTACH_TIMEOUT_S)  # the C++ call releases the GIL; it ends on its own later
+    if outcome == [None]:
+        return
+    error = outcome[0] if outcome else None
+    if _refused_token(error):
+        raise ConnectionError(token_error_message(where)) from error
+    why = f"it said: {str(error)[:200]}" if outcome else f"no answer in {ATTACH_TIMEOUT_S:g} s"
+    raise ConnectionError(
+        f"{where} accepts connections, but no Ray GCS answers there ({why}). Fix: check the "
+        f"host, and name the head's GCS port (`ray start --head --port=...`, 6379 by "
+        f"default); the Ray Client port (10001) needs ray://.") from error
+
+
+def _refused_token(err: BaseException | None) -> bool:
+    """Whether ``err`` or an exception it came from is a cluster refusing this process's token
+    (``ray.init`` keeps only the text of the ``AuthenticationError``, so the text is read)."""
+    for _ in range(10):  # a bounded walk down the chain
+        if err is not None and ("InvalidAuthToken" in str(err)
+                                or "token is invalid or incorrect" in str(err)):
+            return True
+        err = err and (err.__cause__ or err.__context__)
+    return False
+
+
+def token_error_message(where: str) -> str:
+    """The error for a cluster that refused this process's token.
+
+    Args:
+        where: The address it was attaching to, e.g. ``"RAY_ADDRESS='head:6379'"``.
+
+    Returns:
+        A message naming the address, this process's ``RAY_AUTH_MODE`` and the fix.
+    """
+    mode = os.environ.get("RAY_AUTH_MODE")
+    sent = "" if (mode or "").lower() == "token" else ", so it sent no token"
+    return (f"The Ray cluster at {where} requires token authentication and refused this "
+            f"process (RAY_AUTH_MODE={mode!r} here{sent}; a wrong token is refused the same "
+            f"way). Fix: set RAY_AUTH_MODE=token and give the cluster's token (`ray "
+            f"get-auth-token` on the head prints it) in RAY_AUTH_TOKEN, in a file named by "
+            f"RAY_AUTH_TOKEN_PATH, or in ~/.ray/auth_token; then call init_ray() again.")
 
 
 def require_ray() -> dict[str, float]:
@@ -87,62 +228,3 @@ def protect_token_file() -> Path | None:
         pass
     return None
 
-
-#: The smallest CPU share a rollout worker may get; below it a worker would barely run.
-MIN_WORKER_CPUS = 0.05
-
-
-@dataclass(frozen=True)
-class ResourcePlan:
-    """What each actor asks Ray for. CPU fractions are scheduling labels: a 0.5-CPU actor still
-    runs in its own process, and Ray starts it only while the requests add up to at most the
-    cluster's CPUs, so the plan never leaves an actor pending forever. The parameter server and
-    the evaluator ask for no CPU: they are idle most of the time."""
-
-    learner_cpus: float
-    worker_cpus: float
-    learner_gpus: float = 0.0
-    evaluator_cpus: float = 0.0
-    parameter_server_cpus: float = 0.0
-
-
-def plan_resources(num_workers: int, cluster_cpus: float, learner_gpus: float | None = 0.0,
-                   cluster_gpus: float = 0.0, shards: int = 0) -> ResourcePlan:
-    """One CPU for the learner, the rest shared by the rollout workers (at most 1 each).
-
-    On 2 CPUs: learner 1, two workers 0.5 each; on 16 CPUs: learner 1 and up to 15 workers with
-    a whole core each.
-
-    Args:
-        num_workers: Rollout workers.
-        cluster_cpus: The cluster's CPUs (``ray.cluster_resources()["CPU"]``).
-        learner_gpus: GPUs for the learner; ``None``: 1 if the cluster has one, else 0.
-        cluster_gpus: The cluster's GPUs.
-        shards: Other actors sharing the workers' CPUs, each sized as a worker (Ape-X's
-            replay shards).
-
-    Raises:
-        ValueError: if ``num_workers`` is not a positive int, the cluster is too small for
-            them, or the learner asks for a GPU the cluster does not have. The message names
-            the fix.
-    """
-    check_value("num_workers", num_workers, COUNT)
-    check_value("learner_gpus", learner_gpus, number_rule(at_least=0, optional=True, example=1))
-    if learner_gpus is None:
-        learner_gpus = 1.0 if cluster_gpus >= 1 else 0.0
-    if learner_gpus > cluster_gpus:
-        raise ValueError(f"learner_gpus={learner_gpus:g} but the cluster has {cluster_gpus:g} "
-                         f"GPUs. Fix: use learner_gpus=0 (CPU) or None.")
-    learner = 1.0 if cluster_cpus >= 2 else cluster_cpus / 2
-    per_worker = min(1.0, (cluster_cpus - learner) / (num_workers + shards))
-    if per_worker < MIN_WORKER_CPUS:
-        besides = f" beside {shards} shards" if shards else ""
-        raise ValueError(
-            f"num_workers={num_workers}{besides} is too many for a cluster of "
-            f"{cluster_cpus:g} CPUs (each would get {per_worker:.3f} CPU). Fix: use at most "
-            f"{int((cluster_cpus - learner) / MIN_WORKER_CPUS) - shards} workers{besides} or a "
-            f"bigger cluster.")
-    # Ray counts CPUs in steps of 1e-4: round *down*, so the requests never add up to more
-    # than the cluster has (rounding 1/6 up to 0.1667 would overbook 2 CPUs by 0.0002)
-    return ResourcePlan(learner_cpus=learner, worker_cpus=math.floor(per_worker * 1e4) / 1e4,
-                        learner_gpus=float(learner_gpus))
