@@ -70,8 +70,8 @@ def kill_times(monkeypatch):
 class NodesCluster:
     """A Ray cluster of several raylets on this machine (``ray.cluster_utils.Cluster``): a head
     with no CPU (the driver and the roles pinned to it) and ``workers`` nodes of 1 CPU each.
-    ``remove_node_of(role, at)`` removes, mid-run, the node that ``role``'s actor runs on once
-    the run has counted ``at`` env steps; ``refill()`` adds nodes back between runs."""
+    ``remove_node_of(monkeypatch, role, at)`` removes, mid-run, the node that ``role``'s actor
+    runs on once the run has counted ``at`` env steps; ``refill()`` adds nodes back."""
 
     def __init__(self, workers: int = 3) -> None:
         import ray
@@ -80,31 +80,30 @@ class NodesCluster:
         self.workers = workers
         self.cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 0, "include_dashboard": False})
-        self.nodes = []
         self.refill()
         ray.init(address=self.cluster.address, log_to_driver=False)
-        self.removed: dict[str, tuple[str, float]] = {}  # role -> (node id, when)
+        self.losses: dict = {}  # role -> rlkit.distributed.runtime.faults.NodeLoss
 
     def refill(self) -> None:
-        self.nodes = [n for n in self.nodes if n in self.cluster.worker_nodes]
-        while len(self.nodes) < self.workers:
-            self.nodes.append(self.cluster.add_node(num_cpus=1))
+        while len(self.cluster.worker_nodes) < self.workers:
+            self.cluster.add_node(num_cpus=1)
         self.cluster.wait_for_nodes()
 
-    def remove_node_of(self, monkeypatch, role: str, at: int) -> None:
-        from rlkit.distributed.runtime.supervisor import Supervisor
+    def remove_node_of(self, monkeypatch, role: str, at: int, replace: bool = False) -> None:
+        """Until the test ends; ``replace``: a new 1-CPU node joins right after."""
+        from rlkit.distributed.runtime import supervisor
+        from rlkit.distributed.runtime.faults import node_loss_hook
 
-        original = Supervisor.inject_faults
+        hook, self.losses[role] = node_loss_hook(self.cluster, role, at, replace)
+        monkeypatch.setattr(supervisor, "FAULT_HOOKS", [*supervisor.FAULT_HOOKS, hook])
 
-        def removing(sup, env_steps):
-            original(sup, env_steps)
-            if env_steps >= at and role not in self.removed:
-                node_id = sup.where()[role]
-                node = next(n for n in self.nodes if n.node_id == node_id)
-                self.cluster.remove_node(node)
-                self.removed[role] = (node_id, time.perf_counter())
+    @property
+    def removed(self) -> dict[str, tuple[str, float]]:
+        """``{role: (node id, when)}`` of the nodes removed since the last ``clear()``."""
+        return {r: (x.node_id, x.at_seconds) for r, x in self.losses.items() if x.node_id}
 
-        monkeypatch.setattr(Supervisor, "inject_faults", removing)
+    def clear(self) -> None:
+        self.losses = {}
 
     def shutdown(self) -> None:
         import ray

@@ -24,7 +24,7 @@ from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.sac import SACConfig
 from rlkit.core.validation import RULE, Rule
 from rlkit.distributed.off_policy.options import RayOptions
-from rlkit.distributed.runtime.driver import RunOptions
+from rlkit.distributed.runtime.options import RunOptions
 
 CONFIGS = [DQNConfig, SACConfig, DDPGConfig, A2CConfig, IMPALAConfig, ApexConfig, RunOptions,
            RayOptions]

@@ -9,7 +9,7 @@ from rlkit.algos.a2c import A2CConfig
 from rlkit.algos.apex import ApexConfig, ApexDQN
 from rlkit.algos.dqn import DQNConfig
 from rlkit.algos.impala import IMPALAConfig
-from rlkit.distributed.runtime.driver import RunOptions
+from rlkit.distributed.runtime.options import RunOptions
 
 from conftest import wait_until_no_actors
 

@@ -4,7 +4,9 @@ this machine. Plans are made per node and refused before any actor starts when t
 placed; a run that loses a worker's node goes on (the replacement asks for what is left, or the
 worker is dropped, logged in ``history.events``) and still solves CartPole.
 
-Losing the learner's node is tested in test_resume.py, on the same kind of cluster."""
+Losing the learner's node is tested in test_resume.py (every pattern: the run stops, naming it,
+and resumes) and here for IMPALA's learner group (the group restarts from its checkpoint).
+Notebook 07 runs a learner group to a solve on the same kind of cluster."""
 
 import pytest
 
@@ -61,7 +63,7 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
                                                                        monkeypatch, pattern):
     run, at = PATTERNS[pattern]
     nodes_cluster.refill()
-    nodes_cluster.removed.clear()
+    nodes_cluster.clear()
     nodes_cluster.remove_node_of(monkeypatch, "worker 0", at)
     result = run()
     head = cluster_nodes()[0].node_id
@@ -75,4 +77,33 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
     assert result.placement["worker 0"] == lost
     assert any(f"worker 0 lost with node {lost[:8]}" in e for e in result.history.events)
     assert result.solved and result.eval_return >= 475, result.history.events
+    assert wait_until_no_actors() == []
+
+
+IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10)
+
+
+def test_a_lost_learner_node_restarts_the_group_from_its_checkpoint_and_the_run_solves(
+        nodes_cluster, monkeypatch, tmp_path):
+    nodes_cluster.refill()
+    nodes_cluster.clear()
+    nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True)
+    result = train_impala_ray(IMPALA, num_learners=2, learner_restarts=1,
+                              checkpoint_dir=tmp_path, checkpoint_every=5)
+    lost, _ = nodes_cluster.removed["learner 0"]
+    restarts = [e for e in result.history.events if "learner group restarted from" in e]
+    assert len(restarts) == 1 and f"node {lost[:8]}" in restarts[0], result.history.events
+    assert result.solved and result.eval_return >= 475
+    assert wait_until_no_actors() == []
+
+
+def test_learner_groups_are_refused_where_a_driver_runs_none_and_need_a_checkpoint(
+        nodes_cluster, tmp_path):
+    with pytest.raises(ValueError, match=r"num_learners=2 is not supported by OffPolicyRun yet"
+                                         r".*Fix: .*train_impala_ray"):
+        train_dqn_ray(DQNConfig(), num_learners=2)
+    with pytest.raises(ValueError, match=r"learner_restarts=1 .*checkpoint_dir is not set"):
+        train_impala_ray(IMPALA, learner_restarts=1)
+    with pytest.raises(ValueError, match=r"num_learners=3 must divide batch_fragments=8"):
+        train_impala_ray(IMPALA, num_learners=3)
     assert wait_until_no_actors() == []

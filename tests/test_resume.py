@@ -74,7 +74,7 @@ def test_learner_node_loss_and_ctrl_c_are_resumed_and_the_run_solves(nodes_clust
     path = tmp_path / "checkpoint.pt"
     kill_at = {"worker 1": 1_000} if pattern == "a3c" else {}
     nodes_cluster.refill()
-    nodes_cluster.removed.clear()
+    nodes_cluster.clear()
     nodes_cluster.remove_node_of(monkeypatch, learner, kill_step)
 
     with pytest.raises(RoleFailedError, match=rf"^the {learner} actor (failed|died) on node "

@@ -19,7 +19,8 @@ from rlkit.core.common import next_multiple
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.validation import COUNT, FLAG, build, check_value, int_rule, require_instance
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker
-from rlkit.distributed.runtime.driver import DriverRun, RunOptions
+from rlkit.distributed.runtime.driver import DriverRun
+from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
 

@@ -28,7 +28,8 @@ from rlkit.core.validation import build, require_instance
 from rlkit.distributed.apex.roles import ApexLearner, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
 from rlkit.distributed.runtime.cluster import require_ray
-from rlkit.distributed.runtime.driver import DriverRun, RunOptions
+from rlkit.distributed.runtime.driver import DriverRun
+from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S

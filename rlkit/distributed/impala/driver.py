@@ -24,10 +24,12 @@ from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.core.common import next_multiple, worker_seed
 from rlkit.core.types import Weights
-from rlkit.core.validation import build, require_instance
-from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
-from rlkit.distributed.runtime.driver import DriverRun, RunOptions
-from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
+from rlkit.core.validation import build, fail, require_instance
+from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLearnerReport,
+                                            TrajectoryQueue)
+from rlkit.distributed.runtime.driver import DriverRun
+from rlkit.distributed.runtime.options import RunOptions
+from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, RoleFailedError
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner
 from rlkit.train.impala import IMPALAResult
@@ -60,11 +62,18 @@ class ImpalaRun(DriverRun):
     a failure ends it before the queue closes: restart it)."""
 
     CHECKPOINT_EVERY = 50  # updates of B fragments (about 205k env steps with the defaults)
+    LEARNER_GROUPS = True
 
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
         super().__init__(options, config.total_steps, "IMPALA (Ray)", "IMPALA", config)
         self.config = config
+        if config.batch_fragments % options.num_learners:
+            fail("num_learners", options.num_learners, f"must divide batch_fragments="
+                 f"{config.batch_fragments}: each rank takes an equal share of every batch",
+                 "use a divisor of batch_fragments")
         self.place(config.num_workers)  # refused here if it cannot be placed
+        self.calls = 0  # train calls asked of the group so far
+        self.reports: dict[int, dict[int, ImpalaLearnerReport]] = {}  # by call, then rank
         probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
@@ -75,8 +84,8 @@ class ImpalaRun(DriverRun):
         self.role_timeout = options.timeout_s / 2
 
     def role_names(self) -> list[str]:
-        return ["trajectory queue", "learner"] + [f"worker {i}"
-                                                  for i in range(self.config.num_workers)]
+        return ["trajectory queue", *self.learner_roles] + [
+            f"worker {i}" for i in range(self.config.num_workers)]
 
     def start_roles(self) -> None:
         """The queue, the learner and the workers, as planned in ``__init__`` (fractions of a
@@ -87,14 +96,17 @@ class ImpalaRun(DriverRun):
         queue = sup.start("trajectory queue", lambda r: ray.remote(TrajectoryQueue).options(
             **sup.options("trajectory queue", max_concurrency=2 * config.num_workers + 4)
         ).remote(config.queue_size))
-        sup.start("learner", lambda r: ray.remote(ImpalaLearner).options(
-            **sup.options("learner")).remote(config, self.obs_dim, self.n_actions, queue,
-                                             timeout))
+        world = len(self.learner_roles)
+        for rank, role in enumerate(self.learner_roles):
+            sup.start(role, lambda r, role=role, rank=rank: ray.remote(ImpalaLearner).options(
+                **sup.options(role)).remote(config, self.obs_dim, self.n_actions, queue,
+                                            timeout, rank, world))
         for i in range(config.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
                 **sup.options(f"worker {i}")).remote(config, i, queue, r, timeout))
         timeout = max(STARTUP_TIMEOUT_S, self.options.timeout_s)
         sup.wait_started(list(sup.handles), timeout)
+        self.form_learner_group(timeout)
         self.restore_learner(timeout)  # before any worker asks for its first weights
 
     def train(self) -> None:
@@ -117,8 +129,37 @@ class ImpalaRun(DriverRun):
         self.expect(ref, f"worker {i}", lambda r, i=i: self.on_worker_stopped(r, i))
 
     def ask_learner(self) -> None:
-        ref = self.supervisor["learner"].train.remote(UPDATES_PER_CALL)
-        self.expect(ref, "learner", self.on_learner_report)
+        """One ``train`` call to every rank (a group's ranks update in step)."""
+        self.calls += 1
+        for rank, role in enumerate(self.learner_roles):
+            ref = self.supervisor[role].train.remote(UPDATES_PER_CALL)
+            self.expect(ref, role, lambda r, rank=rank, call=self.calls:
+                        self.on_rank_report(r, rank, call))
+
+    def on_rank_report(self, ref: Any, rank: int, call: int) -> None:
+        """A rank's report; once every rank of the call has reported, the group's. A lost
+        rank restarts the group from its checkpoint where ``learner_restarts`` allows."""
+        try:
+            report = self.supervisor.get(ref, self.learner_roles[rank], "training")
+        except RoleFailedError as error:
+            if not self.restart_learner_group(error):
+                raise
+            self.pending = {r: e for r, e in self.pending.items()
+                            if e[0] not in self.learner_roles}
+            self.reports = {}
+            for _ in range(2):
+                self.ask_learner()
+            return
+        arrived = self.reports.setdefault(call, {})
+        arrived[rank] = report
+        if len(arrived) == len(self.learner_roles):  # (each rank answers its calls in order)
+            reports = [arrived[r] for r in range(len(self.learner_roles))]
+            del self.reports[call]
+            self.on_learner_report(ImpalaLearnerReport(
+                sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
+                [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
+                reports[0].updates, max(r.busy_seconds for r in reports),
+                max(r.wait_seconds for r in reports), reports[0].weights))
 
     def on_worker_stopped(self, ref: Any, i: int) -> None:
         """A worker's ``run()`` returned before the queue closed: only a failure does that."""
@@ -128,8 +169,7 @@ class ImpalaRun(DriverRun):
             self.supervisor.restart(f"worker {i}", error, self.env_steps)
         self.launch_worker(i)
 
-    def on_learner_report(self, ref: Any) -> None:
-        report = self.supervisor.get(ref, "learner", "training")
+    def on_learner_report(self, report: ImpalaLearnerReport) -> None:
         self.env_steps += report.env_steps
         self.lags += report.lags
         self.updates = report.updates

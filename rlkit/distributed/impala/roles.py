@@ -1,6 +1,7 @@
 """IMPALA's roles as plain classes (unit-tested without Ray; ``ray.remote(Cls)`` makes actors).
 
-* :class:`TrajectoryQueue`: the only meeting point of actors and learner. Trajectories flow in
+* :class:`~rlkit.distributed.impala.queue.TrajectoryQueue` (in ``queue.py``; imported here
+  too): the only meeting point of actors and learner. Trajectories flow in
   (bounded: a full queue makes ``put`` wait, which is the back-pressure), batches of ``B`` flow
   out, and the latest weights sit beside them, so the reply to every ``put`` tells the actor
   whether newer weights exist without another round trip.
@@ -18,8 +19,6 @@ the weights, and it cannot be driven in-process by a test. This queue is a threa
 
 from __future__ import annotations
 
-import collections
-import threading
 import time
 from typing import Any, NamedTuple
 
@@ -32,17 +31,9 @@ from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
 from rlkit.envs.runner import EnvRunner, Fragment
+from rlkit.distributed.impala.queue import QueueStats, TrajectoryQueue, call  # noqa: F401
+from rlkit.distributed.runtime.learner_group import GroupMember
 from rlkit.train.checkpoint import SavesLearner
-
-
-class QueueStats(NamedTuple):
-    """The queue's counters (:meth:`TrajectoryQueue.stats`)."""
-
-    size: int  # fragments held now
-    high_water: int  # most ever held
-    puts: int  # fragments accepted
-    wait_seconds: float  # summed over finished puts: time spent waiting for room
-    waiting_puts: int  # puts blocked right now
 
 
 class ImpalaLearnerReport(NamedTuple):
@@ -68,112 +59,6 @@ class ImpalaLearnerReport(NamedTuple):
     busy_seconds: float
     wait_seconds: float
     weights: Weights
-
-
-def call(target: Any, method: str, *args: Any, timeout: float) -> Any:
-    """``target.method(*args)``: through Ray (with ``timeout``) if ``target`` is an actor
-    handle, else directly (a plain object in this process, as the tests drive them)."""
-    fn = getattr(target, method)
-    if hasattr(fn, "remote"):
-        import ray
-
-        return ray.get(fn.remote(*args), timeout=timeout)
-    return fn(*args)
-
-
-class TrajectoryQueue:
-    """A bounded FIFO of trajectories plus the latest published weights (thread-safe).
-
-    Args:
-        maxsize: Fragments held at most; a ``put`` on a full queue waits for room.
-    """
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self.items: collections.deque[Fragment] = collections.deque()
-        self.cond = threading.Condition()
-        self.closed = False
-        self.version, self.weights = -1, None
-        self.high_water, self.puts, self.wait_seconds = 0, 0, 0.0  # finished puts' waits
-        self.waiting_puts = 0  # puts blocked right now
-
-    def ping(self) -> bool:
-        return True
-
-    def put(self, trajectory: Fragment, timeout: float) -> int:
-        """Append ``trajectory``, waiting while the queue is full. Returns the latest weights
-        version, or -1 once the queue is closed (the actor should stop).
-
-        Raises:
-            TimeoutError: if the queue stayed full for ``timeout`` seconds.
-        """
-        start = time.monotonic()
-        with self.cond:
-            self.waiting_puts += 1
-            room = self.cond.wait_for(lambda: self.closed or len(self.items) < self.maxsize,
-                                      timeout)
-            self.waiting_puts -= 1
-            self.wait_seconds += time.monotonic() - start
-            if self.closed:
-                return -1
-            if not room:
-                raise TimeoutError(f"the trajectory queue stayed full ({self.maxsize} fragments)"
-                                   f" for {timeout} s: the learner stopped taking batches. Fix: "
-                                   f"check the learner's log, or raise timeout_s.")
-            self.items.append(trajectory)
-            self.puts += 1
-            self.high_water = max(self.high_water, len(self.items))
-            self.cond.notify_all()
-            return self.version
-
-    def get_batch(self, n: int, timeout: float) -> list[Fragment]:
-        """The ``n`` oldest trajectories, waiting until there are ``n`` ([] once closed).
-
-        Raises:
-            TimeoutError: if fewer than ``n`` arrived within ``timeout`` seconds.
-        """
-        with self.cond:
-            ready = self.cond.wait_for(lambda: self.closed or len(self.items) >= n, timeout)
-            if self.closed:
-                return []
-            if not ready:
-                raise TimeoutError(f"the trajectory queue got {len(self.items)} of the {n} "
-                                   f"fragments the learner needs within {timeout} s: the actors "
-                                   f"stopped sending. Fix: check the actors' logs, or raise "
-                                   f"timeout_s.")
-            batch = [self.items.popleft() for _ in range(n)]
-            self.cond.notify_all()
-            return batch
-
-    def publish(self, version: int, weights: Weights) -> None:
-        """Keep ``weights`` as the latest if ``version`` is newer than what is held."""
-        with self.cond:
-            if version > self.version:
-                self.version, self.weights = version, weights
-                self.cond.notify_all()
-
-    def wait_for_version(self, newer_than: int, timeout: float) -> tuple[int, Weights | None]:
-        """The latest ``(version, weights)`` once ``version > newer_than`` (or the queue closed).
-
-        Raises:
-            TimeoutError: if no newer version came within ``timeout`` seconds.
-        """
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.closed or self.version > newer_than, timeout):
-                raise TimeoutError(f"no weights newer than version {newer_than} within "
-                                   f"{timeout} s. Fix: check the learner's log.")
-            return self.version, self.weights
-
-    def close(self) -> None:
-        """Release every waiting ``put``/``get_batch``; actors stop at their next ``put``."""
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-
-    def stats(self) -> QueueStats:
-        with self.cond:
-            return QueueStats(len(self.items), self.high_water, self.puts, self.wait_seconds,
-                              self.waiting_puts)
 
 
 class ImpalaActor:
@@ -240,32 +125,45 @@ class ImpalaActor:
         return shipped
 
 
-class ImpalaLearner(SavesLearner):
-    """Takes batches from the queue, updates with V-trace, publishes each version.
+class ImpalaLearner(SavesLearner, GroupMember):
+    """Takes batches from the queue, updates with V-trace, publishes each version. In a
+    learner group of ``world_size`` ranks, each rank takes ``B / world_size`` fragments per
+    update and rank 0 publishes.
 
     Args:
         config: The run's settings.
         obs_dim, n_actions: Sizes of the network.
         queue: A :class:`TrajectoryQueue` or its actor handle.
         timeout_s: Longest wait for a batch.
+        rank, world_size: This learner's rank and the group's size (1: no group).
     """
 
     def __init__(self, config: IMPALAConfig, obs_dim: int, n_actions: int, queue: Any,
-                 timeout_s: float = 60.0) -> None:
+                 timeout_s: float = 60.0, rank: int = 0, world_size: int = 1) -> None:
         torch.set_num_threads(1)
         self.config, self.queue, self.timeout_s = config, queue, timeout_s
+        self.rank, self.world_size = rank, world_size
         self.learner = VTraceLearner(obs_dim, n_actions, config)
+        self.version_offset = 0  # > 0 after a restart from a checkpoint (see after_restore)
         self.publish()
 
     def ping(self) -> bool:
         return True
 
+    def version(self) -> int:
+        """The policy version: updates, counted on from the last version published before a
+        restart, so versions never go back and the actors take the restored weights."""
+        return self.learner.updates + self.version_offset
+
     def after_restore(self) -> None:  # the actors act with the loaded weights
+        latest = call(self.queue, "latest_version", timeout=self.timeout_s)
+        self.version_offset = max(0, latest + 1 - self.learner.updates)
         self.publish()
 
     def publish(self) -> None:
-        call(self.queue, "publish", self.learner.updates, self.learner.get_weights(),
-             timeout=self.timeout_s)
+        if self.rank == 0:
+            call(self.queue, "publish", self.version(), self.learner.get_weights(),
+                 timeout=self.timeout_s)
 
     def train(self, num_updates: int) -> ImpalaLearnerReport:
         """Up to ``num_updates`` updates of ``B`` fragments each (fewer once the queue closes).
@@ -276,17 +174,17 @@ class ImpalaLearner(SavesLearner):
         env_steps, returns, lags, loss, busy, wait = 0, [], [], 0.0, 0.0, 0.0
         for _ in range(num_updates):
             asked = time.perf_counter()
-            batch = call(self.queue, "get_batch", self.config.batch_fragments,
+            batch = call(self.queue, "get_batch", self.config.batch_fragments // self.world_size,
                          self.timeout_s, timeout=2 * self.timeout_s)
             if not batch:
                 break
             start = time.perf_counter()
             wait += start - asked
-            lags += [self.learner.updates - f.policy_version for f in batch]
+            lags += [self.version() - f.policy_version for f in batch]
             env_steps += sum(f.num_steps for f in batch)
             returns += [r for f in batch for r in f.episode_returns]
             loss = self.learner.update(batch)["loss"]
             self.publish()
             busy += time.perf_counter() - start
         return ImpalaLearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,
-                                   wait, self.learner.get_weights())
+                                   wait, self.learner.get_weights() if self.rank == 0 else {})

@@ -201,8 +201,8 @@ class OffPolicyRun(DriverRun):
             returns = self.supervisor.get(ref, "evaluator", "evaluating")
         except RayError as error:
             if not self.supervisor.alive("learner"):
-                raise self.supervisor.learner_failed(error, "sending weights to the "
-                                                            "evaluator") from error
+                raise self.supervisor.failure(error, "learner",
+                                              "sending weights to the evaluator") from error
             self.supervisor.restart("evaluator", error, self.env_steps)
             self.evaluate(weights)
             return

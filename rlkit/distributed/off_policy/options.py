@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rlkit.core.metrics import RunResult
 from rlkit.core.validation import flag, integer, number
-from rlkit.distributed.runtime.driver import RunOptions
+from rlkit.distributed.runtime.options import RunOptions
 
 
 @dataclass(frozen=True)

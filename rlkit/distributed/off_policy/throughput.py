@@ -23,7 +23,7 @@ from rlkit.algos.dqn import DQNConfig, DQNLearner, DQNSpec, epsilon_greedy_polic
 from rlkit.core.common import worker_seed
 from rlkit.core.networks import QNetwork, load_numpy_weights
 from rlkit.distributed.off_policy.roles import RolloutWorker
-from rlkit.distributed.runtime.cluster import plan_resources
+from rlkit.distributed.runtime.placement import plan_resources
 from rlkit.distributed.runtime.parameter_server import (ParameterServer, RayChannel, pack_weights,
                                                         unpack_weights)
 from rlkit.envs.make import make_env, space_dims

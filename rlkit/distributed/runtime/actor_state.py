@@ -57,3 +57,11 @@ def actor_state(handle: ActorHandle) -> dict:
         return dict(state.actors(handle._actor_id.hex()))
     except Exception:  # noqa: BLE001  (a private table: what it says is a courtesy)
         return {}
+
+
+def nodes_of(handles: dict[str, ActorHandle]) -> dict[str, str]:
+    """``{name: node id}`` of each actor in ``handles`` that Ray has placed."""
+    nodes = {name: (actor_state(h).get("Address") or {}).get("NodeID", "")
+             for name, h in handles.items()}
+    return {name: node for name, node in nodes.items() if node}
+

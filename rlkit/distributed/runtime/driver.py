@@ -20,60 +20,24 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History, RunResult
-from rlkit.core.validation import Validated, fail, flag, integer, number, path, role_steps
+from rlkit.core.validation import fail
 from rlkit.distributed.runtime.cluster import require_ray
+from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.placement import (ResourcePlan, cluster_nodes, free_memory_on,
                                                  plan_resources)
-from rlkit.distributed.runtime.supervisor import Supervisor
+from rlkit.distributed.runtime.learner_group import form_group, restart_group
+from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, RoleFailedError, Supervisor
 from rlkit.notebook.progress import ProgressBar
-from rlkit.train.checkpoint import (Checkpointer, check_checkpoint_options, load_checkpoint,
-                                    save_on_interrupt)
+from rlkit.train.checkpoint import Checkpointer, load_checkpoint, save_on_interrupt
 
 if TYPE_CHECKING:
     from ray import ObjectRef
-
-
-@dataclass(frozen=True)
-class RunOptions(Validated):
-    """How a distributed run runs, the same for every driver (what it learns is the config's).
-
-    Attributes:
-        progress: Show a progress bar.
-        timeout_s: Longest wait for any actor before a ``TimeoutError`` naming its role
-            (start-up may take up to ``max(timeout_s, STARTUP_TIMEOUT_S)``).
-        max_restarts: Restarts allowed per restartable role (each worker, the evaluator).
-        kill_at: Fault injection for demos and tests: ``{role: env_steps}`` kills that role
-            (``ray.kill``) once the run has counted that many env steps, e.g.
-            ``{"worker 0": 2_000}``; the run then meets the failure as a real one.
-        checkpoint_dir: Folder for ``checkpoint.pt``: written every ``checkpoint_every``
-            learner updates, at the end, and on Ctrl-C (then the interrupt goes through).
-        checkpoint_every: Learner updates between checkpoints; ``None``: the driver's own
-            default (:attr:`DriverRun.CHECKPOINT_EVERY`).
-        resume_from: A checkpoint file or an earlier run's ``checkpoint_dir``: the run goes on
-            from its env steps, updates, history and clock (the learner's state is restored;
-            replay contents only where the driver saves them).
-    """
-
-    progress: bool = flag(False)
-    timeout_s: float = number(120.0, above=0, fix="use e.g. timeout_s=120.0; a hang then "
-                              "surfaces as an error after that long",
-                              meaning="seconds")
-    max_restarts: int = integer(3, 0)
-    kill_at: Mapping[str, int] = role_steps({})
-    checkpoint_dir: str | Path | None = path()
-    checkpoint_every: int | None = integer(None, 1, optional=True, example=500)
-    resume_from: str | Path | None = path()
-
-    def check(self) -> None:
-        check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every or 1,
-                                 self.resume_from)
 
 
 Handler = Callable[["ObjectRef"], None]
@@ -103,9 +67,17 @@ class DriverRun:
     CHECKPOINT_EVERY = 5_000
     #: Whether checkpoints hold the learner's replay (the off-policy driver's option).
     SAVE_BUFFER = False
+    #: Whether this driver runs learner groups (``num_learners > 1``) and restarts its learner
+    #: from a checkpoint (``learner_restarts``).
+    LEARNER_GROUPS = False
 
     def __init__(self, options: RunOptions, total_steps: int, name: str, algorithm: str,
                  config: Any) -> None:
+        for option in ("num_learners", "learner_restarts"):  # a group where none is run
+            value = getattr(options, option)
+            if value != RunOptions.__dataclass_fields__[option].default and not self.LEARNER_GROUPS:
+                fail(option, value, f"is not supported by {type(self).__name__} yet",
+                     f"leave {option} out, or use train_impala_ray, which runs learner groups")
         self.options = options
         self.resumed = (None if options.resume_from is None else
                         load_checkpoint(options.resume_from, algorithm, config))
@@ -121,6 +93,8 @@ class DriverRun:
         self.solved, self.eval_return = False, math.nan
         self.startup_seconds, self.started = 0.0, False
         self.placement: dict[str, str] = {}
+        self.learner_roles = [self.LEARNER]
+        self.group_restarts = 0
         self.total_steps, self.name = total_steps, name
         self.bar = ProgressBar(False, total_steps, 0, name)
         self.start_time = time.perf_counter()
@@ -161,7 +135,10 @@ class DriverRun:
         starts, if it cannot be placed) and hand the plan to the supervisor."""
         require_ray()
         self.supervisor.plan = plan_resources(num_workers, cluster_nodes(), learner_gpus,
-                                              shards=shards, learner_role=self.LEARNER)
+                                              shards=shards, learners=self.options.num_learners,
+                                              learner_role=self.LEARNER)
+        self.learner_roles = list(self.supervisor.plan.learner_roles)
+        self.LEARNER = self.learner_roles[0]  # rank 0 holds the state a checkpoint keeps
         return self.supervisor.plan
 
     def learner_free_memory(self) -> tuple[int | None, str]:
@@ -175,11 +152,47 @@ class DriverRun:
     # --- checkpoints ----------------------------------------------------------------------
 
     def restore_learner(self, timeout: float) -> None:
-        """In ``start_roles``, before the learner publishes: load a resumed run's state."""
+        """In ``start_roles``, before the learner publishes: load a resumed run's state (into
+        every rank of a group)."""
         if self.resumed is not None:
-            sup = self.supervisor
-            sup.get(sup[self.LEARNER].restore.remote(self.resumed.learner, self.resumed.buffer),
-                    self.LEARNER, "loading the checkpoint", timeout)
+            self.load_learners(self.resumed.learner, self.resumed.buffer, timeout)
+
+    def load_learners(self, learner: Any, buffer: Any, timeout: float) -> None:
+        """Load a checkpoint's learner state into every learner rank."""
+        sup = self.supervisor
+        refs = {role: sup[role].restore.remote(learner, buffer) for role in self.learner_roles}
+        for role, ref in refs.items():
+            sup.get(ref, role, "loading the checkpoint", timeout)
+
+    def form_learner_group(self, timeout: float) -> None:
+        """Rendezvous the learner ranks (rank 0's TCPStore); nothing for a single learner."""
+        if len(self.learner_roles) > 1:
+            form_group([self.supervisor[r] for r in self.learner_roles], timeout_s=timeout)
+
+    def restart_learner_group(self, error: RoleFailedError) -> bool:
+        """After a learner rank is lost (``error`` names it), restart the whole group from the
+        last checkpoint, if ``learner_restarts`` allows and one was written: every rank is
+        killed (a half group would block in its next all-reduce), the lost ranks are placed
+        on nodes with room, the group re-forms and loads the checkpoint. Whether it did."""
+        last = self.checkpointer.last
+        if (error.role not in self.learner_roles or last is None
+                or self.group_restarts >= self.options.learner_restarts):
+            return False
+        self.group_restarts += 1
+        timeout, begin = max(self.options.timeout_s, STARTUP_TIMEOUT_S), time.perf_counter()
+        restart_group(self.supervisor, self.learner_roles, timeout)
+        self.supervisor.wait_started(self.learner_roles, timeout)
+        started = time.perf_counter()
+        self.form_learner_group(timeout)
+        saved = load_checkpoint(last, self.checkpointer.algorithm, self.checkpointer.config)
+        self.load_learners(saved.learner, saved.buffer, timeout)
+        where = ", ".join(f"{r} on {self.supervisor.plan.node(r)}" for r in self.learner_roles)
+        self.history.events.append(
+            f"step {self.env_steps}: {error.role} lost ({str(error).split(' (')[0]}); the "
+            f"learner group restarted from {last} at update {saved.updates} ({where}) in "
+            f"{time.perf_counter() - begin:.1f} s ({started - begin:.1f} s to start the ranks)")
+        self.updates = saved.updates
+        return True
 
     def save(self) -> Path | None:
         """Write a checkpoint now (nothing without ``checkpoint_dir``); its path."""

@@ -69,28 +69,12 @@ def leave_group() -> None:
         dist.destroy_process_group()
 
 
-class LearnerRank:
-    """One rank of a learner group, as a plain class (``ray.remote(LearnerRank)`` for an actor).
+class GroupMember:
+    """What makes a learner role a rank of a group: the meeting point (rank 0) and joining.
+    The role holds ``self.learner`` (with ``sync_gradients``) and ``self.rank``."""
 
-    Args:
-        make_learner: Builds this rank's learner; it has ``update(batch)``,
-            ``sync_gradients`` and a network attribute.
-        rank: This rank's index.
-        network: The learner's attribute holding the network whose weights are the group's.
-        seed: Torch's seed before ``make_learner()``: the same on every rank, so every rank
-            starts from the same weights.
-    """
-
-    def __init__(self, make_learner: Callable[[], Any], rank: int, network: str,
-                 seed: int) -> None:
-        import torch
-
-        torch.manual_seed(seed)
-        self.learner = make_learner()
-        self.rank, self.network = rank, network
-
-    def ping(self) -> int:
-        return self.rank
+    learner: Any
+    rank: int = 0
 
     def meeting_point(self) -> tuple[str, int]:
         """Rank 0: this node's address and a free port for the store."""
@@ -107,6 +91,36 @@ class LearnerRank:
         join_group(self.rank, rendezvous)
         self.learner.sync_gradients = average_gradients
 
+    def leave(self) -> None:
+        leave_group()
+
+
+class LearnerRank(GroupMember):
+    """One rank of a learner group around any learner, as a plain class (``ray.remote`` it for
+    an actor): the smallest role a group needs, used to check the group's arithmetic.
+
+    Args:
+        make_learner: Builds this rank's learner; it has ``update(batch)``,
+            ``sync_gradients`` and a network attribute.
+        rank: This rank's index.
+        network: The learner's attribute holding the network whose weights are the group's.
+        seed: Torch's seed before ``make_learner()``: the same on every rank, so every rank
+            starts from the same weights.
+        threads: Torch threads (1: one core per rank, as rlkit's learner actors use).
+    """
+
+    def __init__(self, make_learner: Callable[[], Any], rank: int, network: str,
+                 seed: int, threads: int = 1) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        torch.manual_seed(seed)
+        self.learner = make_learner()
+        self.rank, self.network = rank, network
+
+    def ping(self) -> int:
+        return self.rank
+
     def update(self, batches: Sequence[Any]) -> int:
         """One update per batch (this rank's share of each); the learner's update count."""
         for batch in batches:
@@ -115,9 +129,6 @@ class LearnerRank:
 
     def weights(self) -> Weights:
         return module_weights(getattr(self.learner, self.network))
-
-    def leave(self) -> None:
-        leave_group()
 
 
 def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 60.0) -> None:
@@ -128,3 +139,73 @@ def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 6
     host, port = ray.get(ranks[0].meeting_point.remote(), timeout=timeout_s)
     meeting = Rendezvous(host, port, len(ranks), backend, timeout_s)
     ray.get([r.join.remote(meeting) for r in ranks], timeout=timeout_s + 10)
+
+
+def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float) -> None:
+    """A gang restart: kill every rank in ``roles``, give each rank whose node is gone a node
+    with room (waiting up to ``wait_s`` for one, as for a replacement machine joining), and
+    start them all again. The caller then forms the group and loads the checkpoint.
+
+    Raises:
+        RoleFailedError: if no node has room for a rank within ``wait_s``.
+    """
+    import time
+
+    import ray
+
+    from rlkit.distributed.runtime.placement import cluster_nodes
+    from rlkit.distributed.runtime.supervisor import RoleFailedError
+
+    for role in roles:
+        ray.kill(supervisor[role], no_restart=True)
+    placed = [r for r in supervisor.handles if r not in roles]
+    deadline = time.monotonic() + wait_s
+    alive = {n.node_id for n in cluster_nodes()}
+    plan = supervisor.plan
+    for role in sorted(roles, key=lambda r: plan is None or plan.slots[r].node_id not in alive):
+        while plan is not None and (moved := plan.moved(role, cluster_nodes(), placed)) is None:
+            if time.monotonic() > deadline:
+                sizes = ", ".join(f"{n.cpus:g}" for n in cluster_nodes())
+                raise RoleFailedError(
+                    f"the {role} cannot be restarted: no node had room for its "
+                    f"{plan.slots[role].cpus:g} CPU within {wait_s:g} s (nodes of {sizes} CPUs)."
+                    f" Fix: add a node, then resume from the last checkpoint.", role)
+            time.sleep(0.5)
+        if plan is not None:
+            supervisor.plan = plan = moved
+        placed.append(role)
+        supervisor.relaunch(role)
+
+
+
+def group_updates_per_second(make_learner: Callable[[], Any], network: str,
+                             batches: Sequence[Any], world_size: int, cpus: float = 1.0,
+                             seed: int = 0) -> float:
+    """Updates per second of a group of ``world_size`` :class:`LearnerRank` actors, each rank
+    on its ``1/world_size`` share of every batch (rows ``r::world_size``; the first batch is a
+    warm-up, not timed): the learner's own speed, with no environment running beside it.
+
+    Args:
+        make_learner, network, seed: As :class:`LearnerRank`.
+        batches: Whole batches (NamedTuples of arrays with the batch first).
+        world_size: Ranks.
+        cpus: Each rank's CPU request.
+    """
+    import time
+
+    import ray
+
+    actor = ray.remote(LearnerRank).options(num_cpus=cpus)
+    ranks = [actor.remote(make_learner, r, network, seed) for r in range(world_size)]
+    try:
+        if world_size > 1:
+            form_group(ranks)
+        shares = [[type(b)(*(f[r::world_size] for f in b)) for b in batches]
+                  for r in range(world_size)]
+        ray.get([rank.update.remote(share[:1]) for rank, share in zip(ranks, shares)])
+        begin = time.perf_counter()
+        ray.get([rank.update.remote(share[1:]) for rank, share in zip(ranks, shares)])
+        return (len(batches) - 1) / (time.perf_counter() - begin)
+    finally:
+        for rank in ranks:
+            ray.kill(rank)

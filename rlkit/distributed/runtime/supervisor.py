@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History
 from rlkit.distributed.runtime.actor_state import (EXIT_TIMEOUT_S, actor_state, describe_error,
-                                                  node_of, wait_gone)
+                                                  node_of, nodes_of, wait_gone)
 from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
 
 if TYPE_CHECKING:  # Ray itself is imported only where it is used
@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # Ray itself is imported only where it is used
 #: The least time the driver waits for its actors to start (processes, torch imports).
 STARTUP_TIMEOUT_S = 120.0
 
+
+#: Further fault injectors, each called with the supervisor and the env steps at every step of
+#: every run (:func:`rlkit.distributed.runtime.faults.lose_node_at` adds one for its block).
+FAULT_HOOKS: list[Callable[[Supervisor, int], None]] = []
 
 #: The roles a run can replace (each restart with a fresh seed); every other role (learner,
 #: servers, shards, queue) holds state the run cannot rebuild, so its failure ends the run.
@@ -98,6 +102,11 @@ class Supervisor:
         self.factories[role], self.restarts[role] = make, 0
         return self._launch(role)
 
+    def relaunch(self, role: str) -> ActorHandle:
+        """Start ``role`` again (its next random stream), where the plan now says."""
+        self.restarts[role] += 1
+        return self._launch(role)
+
     def _launch(self, role: str) -> ActorHandle:
         handle = self.factories[role](self.restarts[role])
         self.handles[role] = handle
@@ -127,6 +136,11 @@ class Supervisor:
                 self.history.events.append(
                     f"step {env_steps}: {role} lost with {lost} ({describe_error(error)}); no "
                     f"node has room for a replacement: the run goes on without it")
+                if not any(r.startswith("worker") for r in self.handles):
+                    raise RoleFailedError(
+                        f"every worker was lost with its node ({lost} the last), no node has "
+                        f"room for one, and the run cannot go on. Fix: add nodes, then resume "
+                        f"from the last checkpoint ({self.last_checkpoint()}).", role) from error
                 return None
             if moved is not self.plan:
                 self.history.events.append(f"step {env_steps}: {role} lost with {lost}; its "
@@ -147,9 +161,7 @@ class Supervisor:
 
     def where(self) -> dict[str, str]:
         """``{role: node id}`` of every running role, as Ray's actor table says."""
-        nodes = {role: (actor_state(h).get("Address") or {}).get("NodeID", "")
-                 for role, h in self.handles.items()}
-        return {role: node for role, node in nodes.items() if node}
+        return nodes_of(self.handles)
 
     def restart_count(self, prefix: str) -> int:
         """Restarts of every role whose name starts with ``prefix``."""
@@ -229,10 +241,6 @@ class Supervisor:
         cls = LearnerFailedError if culprit == "learner" else RoleFailedError
         return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
 
-    def learner_failed(self, error: BaseException, doing: str) -> RoleFailedError:
-        """The error for a failed learner (or for what killed it)."""
-        return self.failure(error, "learner", doing)
-
     def alive(self, role: str) -> bool:
         """Whether ``role`` answers a trivial call (``ping``) within the timeout."""
         import ray
@@ -288,3 +296,5 @@ class Supervisor:
             if env_steps >= at:
                 del self.kill_at[role]
                 ray.kill(self.handles[role], no_restart=True)
+        for hook in list(FAULT_HOOKS):
+            hook(self, env_steps)

@@ -1,0 +1,135 @@
+"""IMPALA's trajectory queue (a plain class; ``ray.remote(TrajectoryQueue)`` makes the actor):
+the only meeting point of actors and learner. Trajectories flow in (bounded: a full queue makes
+``put`` wait, which is the back-pressure), batches flow out, and the latest weights sit beside
+them, so the reply to every ``put`` tells the actor whether newer weights exist without another
+round trip."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Any, NamedTuple
+
+from rlkit.core.types import Weights
+from rlkit.envs.runner import Fragment
+
+
+class QueueStats(NamedTuple):
+    """The queue's counters (:meth:`TrajectoryQueue.stats`)."""
+
+    size: int  # fragments held now
+    high_water: int  # most ever held
+    puts: int  # fragments accepted
+    wait_seconds: float  # summed over finished puts: time spent waiting for room
+    waiting_puts: int  # puts blocked right now
+
+
+def call(target: Any, method: str, *args: Any, timeout: float) -> Any:
+    """``target.method(*args)``: through Ray (with ``timeout``) if ``target`` is an actor
+    handle, else directly (a plain object in this process, as the tests drive them)."""
+    fn = getattr(target, method)
+    if hasattr(fn, "remote"):
+        import ray
+
+        return ray.get(fn.remote(*args), timeout=timeout)
+    return fn(*args)
+
+
+class TrajectoryQueue:
+    """A bounded FIFO of trajectories plus the latest published weights (thread-safe).
+
+    Args:
+        maxsize: Fragments held at most; a ``put`` on a full queue waits for room.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self.items: collections.deque[Fragment] = collections.deque()
+        self.cond = threading.Condition()
+        self.closed = False
+        self.version, self.weights = -1, None
+        self.high_water, self.puts, self.wait_seconds = 0, 0, 0.0  # finished puts' waits
+        self.waiting_puts = 0  # puts blocked right now
+
+    def ping(self) -> bool:
+        return True
+
+    def put(self, trajectory: Fragment, timeout: float) -> int:
+        """Append ``trajectory``, waiting while the queue is full. Returns the latest weights
+        version, or -1 once the queue is closed (the actor should stop).
+
+        Raises:
+            TimeoutError: if the queue stayed full for ``timeout`` seconds.
+        """
+        start = time.monotonic()
+        with self.cond:
+            self.waiting_puts += 1
+            room = self.cond.wait_for(lambda: self.closed or len(self.items) < self.maxsize,
+                                      timeout)
+            self.waiting_puts -= 1
+            self.wait_seconds += time.monotonic() - start
+            if self.closed:
+                return -1
+            if not room:
+                raise TimeoutError(f"the trajectory queue stayed full ({self.maxsize} fragments)"
+                                   f" for {timeout} s: the learner stopped taking batches. Fix: "
+                                   f"check the learner's log, or raise timeout_s.")
+            self.items.append(trajectory)
+            self.puts += 1
+            self.high_water = max(self.high_water, len(self.items))
+            self.cond.notify_all()
+            return self.version
+
+    def get_batch(self, n: int, timeout: float) -> list[Fragment]:
+        """The ``n`` oldest trajectories, waiting until there are ``n`` ([] once closed).
+
+        Raises:
+            TimeoutError: if fewer than ``n`` arrived within ``timeout`` seconds.
+        """
+        with self.cond:
+            ready = self.cond.wait_for(lambda: self.closed or len(self.items) >= n, timeout)
+            if self.closed:
+                return []
+            if not ready:
+                raise TimeoutError(f"the trajectory queue got {len(self.items)} of the {n} "
+                                   f"fragments the learner needs within {timeout} s: the actors "
+                                   f"stopped sending. Fix: check the actors' logs, or raise "
+                                   f"timeout_s.")
+            batch = [self.items.popleft() for _ in range(n)]
+            self.cond.notify_all()
+            return batch
+
+    def publish(self, version: int, weights: Weights) -> None:
+        """Keep ``weights`` as the latest if ``version`` is newer than what is held."""
+        with self.cond:
+            if version > self.version:
+                self.version, self.weights = version, weights
+                self.cond.notify_all()
+
+    def latest_version(self) -> int:
+        with self.cond:
+            return self.version
+
+    def wait_for_version(self, newer_than: int, timeout: float) -> tuple[int, Weights | None]:
+        """The latest ``(version, weights)`` once ``version > newer_than`` (or the queue closed).
+
+        Raises:
+            TimeoutError: if no newer version came within ``timeout`` seconds.
+        """
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.closed or self.version > newer_than, timeout):
+                raise TimeoutError(f"no weights newer than version {newer_than} within "
+                                   f"{timeout} s. Fix: check the learner's log.")
+            return self.version, self.weights
+
+    def close(self) -> None:
+        """Release every waiting ``put``/``get_batch``; actors stop at their next ``put``."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def stats(self) -> QueueStats:
+        with self.cond:
+            return QueueStats(len(self.items), self.high_water, self.puts, self.wait_seconds,
+                              self.waiting_puts)
