@@ -102,6 +102,22 @@ def render(results: Path, timing: dict) -> str:
             f"{nb06['eval_return']:.0f} at {nb06['env_steps']:,} env steps, "
             f"{nb06['wall_seconds']:.1f} s; learner consumed "
             f"{nb06['efficiency_vs_ceiling']:.2f}x the rollout ceiling |")
+    nb07 = _load(results / "07_cluster.json")
+    if nb07:
+        def solved(outcome: dict) -> str:
+            return "solved" if outcome["solved"] else "NOT solved"
+
+        lost = nb07["learner_node_loss"]
+        lines.append(
+            "| [07 · a cluster: nodes, a learner group, a node that dies]"
+            "(notebooks/07_cluster.ipynb) | plans per node, a learner group (all-reduced gradients over gloo), a worker's "
+            "node and a learner's node lost mid-run | "
+            f"{_fmt_time(runtimes.get('07_cluster.ipynb'))} | 4 nodes; 2 learner ranks equal "
+            f"one learner to {nb07['equality_max_difference']:.0e}; 2 ranks "
+            f"{nb07['group_updates_per_second']['2'] / nb07['group_updates_per_second']['1']:.2f}"
+            f"x the updates/s of 1; {solved(nb07['worker_node_loss'])} after losing a worker's "
+            f"node, {solved(lost)} after losing a learner's (group restarted in "
+            f"{lost['restart_seconds']:.1f} s) |")
     out = lines + [""]
     if timing:
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "

@@ -21,7 +21,8 @@ from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.distributed.a3c.driver import train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
-from rlkit.distributed.off_policy.driver import train_dqn_ray  # noqa: E402
+from rlkit.algos.sac import SACConfig  # noqa: E402
+from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
 from rlkit.distributed.runtime.placement import cluster_nodes, plan_resources  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -97,11 +98,27 @@ def test_a_lost_learner_node_restarts_the_group_from_its_checkpoint_and_the_run_
     assert wait_until_no_actors() == []
 
 
+def test_dqn_with_a_learner_group_of_two_solves_each_rank_on_its_share(nodes_cluster):
+    nodes_cluster.refill()
+    result = train_dqn_ray(DQNConfig(eval_every=5_000), num_workers=2, num_learners=2)
+    head = cluster_nodes()[0].node_id
+    ranks = {result.placement["learner 0"], result.placement["learner 1"]}
+    assert len(ranks) == 2 and head not in ranks
+    assert result.solved and result.eval_return >= 475
+    # each rank stored its half of every fragment: together, every transition once
+    assert result.transitions_stored == min(result.env_steps, DQNConfig().buffer_size)
+    assert wait_until_no_actors() == []
+
+
 def test_learner_groups_are_refused_where_a_driver_runs_none_and_need_a_checkpoint(
         nodes_cluster, tmp_path):
-    with pytest.raises(ValueError, match=r"num_learners=2 is not supported by OffPolicyRun yet"
+    with pytest.raises(ValueError, match=r"num_learners=2 is not supported by A3CRun yet"
                                          r".*Fix: .*train_impala_ray"):
-        train_dqn_ray(DQNConfig(), num_learners=2)
+        train_a3c_ray(A2CConfig(), num_learners=2)
+    with pytest.raises(ValueError, match=r"learner_restarts=1 is not supported by OffPolicyRun"):
+        train_dqn_ray(DQNConfig(), learner_restarts=1, checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"num_learners=2 needs DQN \(the SAC learner"):
+        train_sac_ray(SACConfig(), num_learners=2)
     with pytest.raises(ValueError, match=r"learner_restarts=1 .*checkpoint_dir is not set"):
         train_impala_ray(IMPALA, learner_restarts=1)
     with pytest.raises(ValueError, match=r"num_learners=3 must divide batch_fragments=8"):

@@ -29,12 +29,14 @@ def no_sync(parameters: Iterable[torch.nn.Parameter]) -> None:
 def average_gradients(parameters: Iterable[torch.nn.Parameter]) -> None:
     """Replace each gradient by its mean over the ranks of the default process group: one
     all-reduce of all gradients flattened into one buffer (one message per update, not one per
-    tensor). A parameter without a gradient counts as zeros, so every rank sends the same
-    layout."""
+    tensor). Parameters without a gradient are left out, as an optimiser skips them; every rank
+    runs the same code, so every rank sends the same layout."""
     import torch.distributed as dist
 
-    params = list(parameters)
-    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    params = [p for p in parameters if p.grad is not None]
+    if not params:
+        return
+    grads = [p.grad for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat)  # the sum over ranks
     flat /= dist.get_world_size()

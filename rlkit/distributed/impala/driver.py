@@ -62,7 +62,7 @@ class ImpalaRun(DriverRun):
     a failure ends it before the queue closes: restart it)."""
 
     CHECKPOINT_EVERY = 50  # updates of B fragments (about 205k env steps with the defaults)
-    LEARNER_GROUPS = True
+    LEARNER_GROUPS = LEARNER_RESTARTS = True
 
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
         super().__init__(options, config.total_steps, "IMPALA (Ray)", "IMPALA", config)
@@ -142,13 +142,7 @@ class ImpalaRun(DriverRun):
         try:
             report = self.supervisor.get(ref, self.learner_roles[rank], "training")
         except RoleFailedError as error:
-            if not self.restart_learner_group(error):
-                raise
-            self.pending = {r: e for r, e in self.pending.items()
-                            if e[0] not in self.learner_roles}
-            self.reports = {}
-            for _ in range(2):
-                self.ask_learner()
+            self.recover_learners(error)
             return
         arrived = self.reports.setdefault(call, {})
         arrived[rank] = report
@@ -161,12 +155,28 @@ class ImpalaRun(DriverRun):
                 reports[0].updates, max(r.busy_seconds for r in reports),
                 max(r.wait_seconds for r in reports), reports[0].weights))
 
+    def recover_learners(self, error: RoleFailedError) -> None:
+        """A lost learner rank: restart the group from its checkpoint and ask it again (the
+        calls in flight, and the fragments they held, are dropped), or raise ``error``."""
+        if not self.restart_learner_group(error):
+            raise error
+        self.pending = {r: e for r, e in self.pending.items() if e[0] not in self.learner_roles}
+        self.reports = {}
+        for _ in range(2):
+            self.ask_learner()
+
     def on_worker_stopped(self, ref: Any, i: int) -> None:
-        """A worker's ``run()`` returned before the queue closed: only a failure does that."""
+        """A worker's ``run()`` returned before the queue closed: only a failure does that.
+        (It may have failed because a learner rank's node died with it: then the group is
+        restarted first.)"""
         try:
             self.supervisor.get(ref, f"worker {i}", "collecting fragments")
         except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
-            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            try:
+                self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            except RoleFailedError as lost:
+                self.recover_learners(lost)
+                self.supervisor.restart(f"worker {i}", error, self.env_steps)
         self.launch_worker(i)
 
     def on_learner_report(self, report: ImpalaLearnerReport) -> None:
@@ -206,6 +216,9 @@ class ImpalaRun(DriverRun):
 
         self.wall = self.clock()
         sup = self.supervisor
+        # the learner calls in flight end first, while fragments still come: a group's rank
+        # that found the queue closed while another took a batch would wait in its all-reduce
+        self.settle(self.learner_roles, self.options.timeout_s)
         self.queue = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",
                              "reading its statistics")
         sup.get(sup["trajectory queue"].close.remote(), "trajectory queue", "closing")

@@ -155,9 +155,11 @@ class ImpalaLearner(SavesLearner, GroupMember):
         restart, so versions never go back and the actors take the restored weights."""
         return self.learner.updates + self.version_offset
 
-    def after_restore(self) -> None:  # the actors act with the loaded weights
+    def after_restore(self) -> None:
+        """Rank 0 publishes the loaded weights as a version newer than any before (the actors
+        take them); the other ranks, restored after it, count on from that version."""
         latest = call(self.queue, "latest_version", timeout=self.timeout_s)
-        self.version_offset = max(0, latest + 1 - self.learner.updates)
+        self.version_offset = max(0, latest + (self.rank == 0) - self.learner.updates)
         self.publish()
 
     def publish(self) -> None:

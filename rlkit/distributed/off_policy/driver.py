@@ -18,10 +18,9 @@ from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.types import OffPolicyAlgorithm, Weights
-from rlkit.core.validation import build, require_instance
+from rlkit.core.validation import build, fail, require_instance
 from rlkit.distributed.off_policy.options import RayOptions, RayResult
 from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
-
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
@@ -74,6 +73,11 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     ``wall_seconds`` counts from the moment all actors are up (as the single-process loop counts
     from the end of its set-up); ``startup_seconds`` is the time they took to start. The roles
     are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
+
+    Learner group (DQN): ``num_learners=W`` starts ``"learner 0"`` ... ``"learner W-1"``, each
+    keeping rows ``r::W`` of every fragment in a replay of ``buffer_size / W`` and sampling
+    ``batch_size / W`` per update; their gradients are averaged, rank 0 publishes the weights,
+    and a checkpoint keeps rank 0's learner, not the replay shares.
     """
     opts = build(RayOptions, "train_ray", options)
     return OffPolicyRun(algo, num_workers, opts).run()
@@ -85,11 +89,21 @@ class OffPolicyRun(DriverRun):
     worker) and an evaluation (:meth:`on_evaluation`); :meth:`schedule` starts an evaluation
     when one is due."""
 
+    LEARNER_GROUPS = True  # DQN: each rank keeps a share of the replay (no restarts yet)
+
     def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, opts: RayOptions) -> None:
         config = algo.config
-        self.SAVE_BUFFER = opts.checkpoint_buffer
+        # a group's ranks each hold a share of the replay: a checkpoint keeps none of it
+        self.SAVE_BUFFER = opts.checkpoint_buffer and opts.num_learners == 1
         super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
                          algo.name, config)
+        if opts.num_learners > 1 and (algo.name != "DQN" or config.batch_size % opts.num_learners
+                                      or config.buffer_size // opts.num_learners
+                                      < config.batch_size):
+            fail("num_learners", opts.num_learners, f"needs DQN (the {algo.name} learner does not "
+                 f"average its gradients yet), a batch_size ({config.batch_size}) it divides and "
+                 f"a buffer_size ({config.buffer_size}) it splits into shares of a batch or more",
+                 "use num_learners=1, or DQN with batch_size and buffer_size to match")
         self.plan = self.place(num_workers, opts.learner_gpus)
         env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
         obs_dim, act_dim = space_dims(env)
@@ -102,7 +116,7 @@ class OffPolicyRun(DriverRun):
         self.algo, self.config, self.opts = algo, config, opts
         self.num_workers, self.updates_asked = num_workers, self.updates
         self.launched_steps = self.env_steps
-        self.learner_calls: deque[ObjectRef] = deque()
+        self.learner_calls: deque[list[ObjectRef]] = deque()  # each: one ref per rank
         self.evaluating = False
         self.eval_weights: ObjectRef | None = None  # the snapshot the pending evaluation scores
         self.eval_at, self.next_eval = 0, next_multiple(self.env_steps, config.eval_every)
@@ -111,7 +125,7 @@ class OffPolicyRun(DriverRun):
         self.stored = 0
 
     def role_names(self) -> list[str]:
-        return ["parameter server", "learner", "evaluator", *self.worker_names()]
+        return ["parameter server", *self.learner_roles, "evaluator", *self.worker_names()]
 
     def worker_names(self) -> list[str]:
         return [f"worker {i}" for i in range(self.num_workers)]
@@ -158,8 +172,8 @@ class OffPolicyRun(DriverRun):
             self.env_steps += stats.env_steps
             # Rate limiter: ask the learner for exactly the updates these env steps allow.
             due = updates_owed(self.env_steps, self.config, self.resumed)
-            self.learner_calls.append(self.supervisor["learner"].add_and_train.remote(
-                batch_ref, due - self.updates_asked))
+            self.learner_calls.append([self.supervisor[role].add_and_train.remote(
+                batch_ref, due - self.updates_asked) for role in self.learner_roles])
             self.updates_asked = due
         for episode_return in stats.episode_returns:
             self.history.log_episode(self.env_steps, self.clock(), episode_return)
@@ -175,8 +189,12 @@ class OffPolicyRun(DriverRun):
             self.next_eval = next_multiple(self.env_steps, self.config.eval_every)
             self.evaluate()
 
-    def learner_result(self, ref: ObjectRef) -> None:
-        report = self.supervisor.get(ref, "learner", f"training at env step {self.env_steps}")
+    def learner_result(self, refs: list[ObjectRef]) -> None:
+        """Every rank's report of one call (one learner: one report)."""
+        reports = [self.supervisor.get(ref, role, f"training at env step {self.env_steps}")
+                   for ref, role in zip(refs, self.learner_roles)]
+        report = reports[0]._replace(seconds=max(r.seconds for r in reports),
+                                     loss=float(np.mean([r.loss for r in reports])))
         self.learner_busy += report.seconds
         if not math.isnan(report.loss):
             self.history.log_loss(self.env_steps, report.loss)
@@ -185,7 +203,7 @@ class OffPolicyRun(DriverRun):
         """Score ``weights``; by default a snapshot of the learner's weights now, kept in
         ``eval_weights`` (the run's result if this evaluation solves it)."""
         if weights is None:
-            weights = self.eval_weights = self.supervisor["learner"].get_weights.remote()
+            weights = self.eval_weights = self.supervisor[self.LEARNER].get_weights.remote()
         c = self.config
         seed = eval_seed(c.seed, len(self.history.eval_steps), c.eval_episodes)
         ref = self.supervisor["evaluator"].evaluate.remote(weights, c.eval_episodes, seed)
@@ -200,8 +218,8 @@ class OffPolicyRun(DriverRun):
         try:
             returns = self.supervisor.get(ref, "evaluator", "evaluating")
         except RayError as error:
-            if not self.supervisor.alive("learner"):
-                raise self.supervisor.failure(error, "learner",
+            if not self.supervisor.alive(self.LEARNER):
+                raise self.supervisor.failure(error, self.LEARNER,
                                               "sending weights to the evaluator") from error
             self.supervisor.restart("evaluator", error, self.env_steps)
             self.evaluate(weights)
@@ -223,8 +241,12 @@ class OffPolicyRun(DriverRun):
         channel = RayChannel(server, opts.timeout_s)
         # Ray 2.60 hides GPUs only from actors that ask for one: tell the learner its device
         device = "cuda" if plan.learner_gpus > 0 else "cpu"
-        learner = sup.start("learner", lambda _: ray.remote(LearnerWorker).options(
-            **sup.options("learner")).remote(algo, channel, opts.publish_every, device))
+        world = len(self.learner_roles)  # rank 0 publishes the weights
+        for rank, role in enumerate(self.learner_roles):
+            sup.start(role, lambda _, rank=rank, role=role: ray.remote(LearnerWorker).options(
+                **sup.options(role)).remote(algo, None if rank else channel, opts.publish_every,
+                                            device, rank, world))
+        learner = sup[self.LEARNER]
         sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
             **sup.options("evaluator")).remote(algo))
         for i in range(self.num_workers):
@@ -232,10 +254,11 @@ class OffPolicyRun(DriverRun):
                 RolloutWorker).options(**sup.options(f"worker {i}")).remote(
                 algo, i, channel, generation + restart, opts.envs_per_worker))
         timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
+        self.form_learner_group(timeout)
         self.restore_learner(timeout)
-        sup.get(learner.publish.remote(), "learner", "starting", timeout)
+        sup.get(learner.publish.remote(), self.LEARNER, "starting", timeout)
         sup.wait_started(["evaluator", *self.worker_names()], timeout)
-        self.device = sup.get(learner.device_name.remote(), "learner", "starting", timeout)
+        self.device = sup.get(learner.device_name.remote(), self.LEARNER, "starting", timeout)
 
     def finish(self) -> None:
         """Drain the learner; keep the weights that solved (the learner trained on while they
@@ -245,15 +268,16 @@ class OffPolicyRun(DriverRun):
         while self.learner_calls:
             self.learner_result(self.learner_calls.popleft())
         self.drain("evaluator")
-        ref = self.eval_weights if self.solved else sup["learner"].get_weights.remote()
-        self.weights = sup.get(ref, "learner", "sending its weights")
+        ref = self.eval_weights if self.solved else sup[self.LEARNER].get_weights.remote()
+        self.weights = sup.get(ref, self.LEARNER, "sending its weights")
         steps = self.history.eval_steps
         if not self.solved and (not steps or steps[-1] != self.env_steps):
             self.eval_at = self.env_steps
             self.evaluate(self.weights)
             self.drain("evaluator")
-        self.updates = sup.get(sup["learner"].num_updates.remote(), "learner", "finishing")
-        self.stored = sup.get(sup["learner"].num_stored.remote(), "learner", "finishing")
+        self.updates = sup.get(sup[self.LEARNER].num_updates.remote(), self.LEARNER, "finishing")
+        self.stored = sum(sup.get(sup[r].num_stored.remote(), r, "finishing")
+                          for r in self.learner_roles)  # each rank holds its share
         self.save()
 
     def result(self) -> RayResult:

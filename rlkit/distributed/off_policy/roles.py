@@ -15,6 +15,7 @@ weights every ``publish_every`` updates; workers take weights only when a newer 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ from rlkit.core.common import check_finite, worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Batch, FragmentStats, NStepBatch, OffPolicyAlgorithm, Weights
 from rlkit.distributed.runtime.host_copy import HostCopy
+from rlkit.distributed.runtime.learner_group import GroupMember
 from rlkit.distributed.runtime.parameter_server import Newer, WeightsChannel
 from rlkit.envs.make import make_env
 from rlkit.envs.runner import EnvRunner
@@ -141,8 +143,10 @@ class RolloutWorker:
         return self.index
 
 
-class LearnerWorker:
+class LearnerWorker(GroupMember):
     """Owns the replay buffer and the algorithm's learner; trains as many steps as it is told.
+    In a learner group of ``world_size`` ranks, each rank keeps rows ``rank::world_size`` of
+    every fragment and samples ``batch_size / world_size`` per update.
 
     Args:
         algo: The algorithm.
@@ -150,10 +154,13 @@ class LearnerWorker:
         publish_every: Updates between weight publications.
         device: ``"auto"`` (GPU if visible, else CPU), ``"cpu"`` or ``"cuda"``. The buffer
             lives there too when the algorithm's buffer is a tensor buffer (SAC).
+        rank, world_size: This learner's rank and the group's size (1: no group).
     """
 
     def __init__(self, algo: OffPolicyAlgorithm, weights: WeightsChannel | None = None,
-                 publish_every: int = 10, device: str = "auto") -> None:
+                 publish_every: int = 10, device: str = "auto", rank: int = 0,
+                 world_size: int = 1) -> None:
+        self.rank, self.world_size = rank, world_size
         config = algo.config
         torch.set_num_threads(config.torch_threads)
         torch.manual_seed(config.seed)
@@ -161,6 +168,10 @@ class LearnerWorker:
         self.device = learner_device(device)
         env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)
         self.learner = algo.make_learner(env, self.device)
+        if world_size > 1:  # a share of the replay: its own capacity share and sampling seed
+            share = dataclasses.replace(config, buffer_size=config.buffer_size // world_size,
+                                        seed=(config.seed + 7919 * rank) % 2**31)
+            algo = type(algo)(share)
         self.buffer = algo.make_buffer(env, self.device)
         env.close()
         self.graph: SACGraphUpdate | None = None  # SAC on a GPU with cuda_graph=True
@@ -215,14 +226,15 @@ class LearnerWorker:
         Raises:
             FloatingPointError: if the loss became NaN or infinite.
         """
-        start = time.perf_counter()
-        self.buffer.add_batch(batch)
+        start, ranks = time.perf_counter(), self.world_size
+        self.buffer.add_batch(batch if ranks == 1 else type(batch)(*(
+            column[self.rank::ranks] for column in batch)))  # this rank's share
         losses = []
         for _ in range(num_updates):
             if self.graph is not None:
                 self.graph.replay()  # the whole update, one CUDA graph
             else:
-                metrics = self.learner.update(self.buffer.sample(self.config.batch_size))
+                metrics = self.learner.update(self.buffer.sample(self.config.batch_size // ranks))
                 losses.append(torch.as_tensor(self.algo.loss_of(metrics)))
             if self.learner.updates - self.published_at >= self.publish_every:
                 self.publish(wait=False)

@@ -1,5 +1,4 @@
-"""The one driver skeleton that every distributed pattern fills in, and the options all of them
-share (:class:`RunOptions`); their results extend :class:`rlkit.core.metrics.RunResult`.
+"""The one driver skeleton every distributed pattern fills in (their options: ``options.py``).
 
 A pattern subclasses :class:`DriverRun` and writes:
 
@@ -67,17 +66,19 @@ class DriverRun:
     CHECKPOINT_EVERY = 5_000
     #: Whether checkpoints hold the learner's replay (the off-policy driver's option).
     SAVE_BUFFER = False
-    #: Whether this driver runs learner groups (``num_learners > 1``) and restarts its learner
-    #: from a checkpoint (``learner_restarts``).
+    #: Whether this driver runs learner groups (``num_learners > 1``).
     LEARNER_GROUPS = False
+    #: Whether it restarts its learner (group) from a checkpoint (``learner_restarts``).
+    LEARNER_RESTARTS = False
 
     def __init__(self, options: RunOptions, total_steps: int, name: str, algorithm: str,
                  config: Any) -> None:
-        for option in ("num_learners", "learner_restarts"):  # a group where none is run
+        for option, runs in (("num_learners", self.LEARNER_GROUPS),
+                             ("learner_restarts", self.LEARNER_RESTARTS)):
             value = getattr(options, option)
-            if value != RunOptions.__dataclass_fields__[option].default and not self.LEARNER_GROUPS:
+            if value != RunOptions.__dataclass_fields__[option].default and not runs:
                 fail(option, value, f"is not supported by {type(self).__name__} yet",
-                     f"leave {option} out, or use train_impala_ray, which runs learner groups")
+                     f"leave {option} out, or use train_impala_ray, which supports it")
         self.options = options
         self.resumed = (None if options.resume_from is None else
                         load_checkpoint(options.resume_from, algorithm, config))
@@ -142,8 +143,8 @@ class DriverRun:
         return self.supervisor.plan
 
     def learner_free_memory(self) -> tuple[int | None, str]:
-        """RAM free on the learner's node (``None``: this machine's, measured by the check)
-        and where that is, for the buffer memory check."""
+        """RAM free on the learner's node (``None``: this machine's) and where, for the
+        buffer memory check."""
         node = self.supervisor.plan.node(self.LEARNER) if self.supervisor.plan else None
         if node is None or node.driver:
             return None, ""
@@ -159,8 +160,11 @@ class DriverRun:
 
     def load_learners(self, learner: Any, buffer: Any, timeout: float) -> None:
         """Load a checkpoint's learner state into every learner rank."""
-        sup = self.supervisor
-        refs = {role: sup[role].restore.remote(learner, buffer) for role in self.learner_roles}
+        sup = self.supervisor  # rank 0 first: it publishes, the others read what it published
+        first, *others = self.learner_roles
+        sup.get(sup[first].restore.remote(learner, buffer), first, "loading the checkpoint",
+                timeout)
+        refs = {role: sup[role].restore.remote(learner, buffer) for role in others}
         for role, ref in refs.items():
             sup.get(ref, role, "loading the checkpoint", timeout)
 
@@ -180,7 +184,7 @@ class DriverRun:
             return False
         self.group_restarts += 1
         timeout, begin = max(self.options.timeout_s, STARTUP_TIMEOUT_S), time.perf_counter()
-        restart_group(self.supervisor, self.learner_roles, timeout)
+        restart_group(self.supervisor, self.learner_roles, timeout, last)
         self.supervisor.wait_started(self.learner_roles, timeout)
         started = time.perf_counter()
         self.form_learner_group(timeout)
@@ -272,14 +276,20 @@ class DriverRun:
             _, handler = self.pending.pop(refs[0])
             handler(refs[0])
 
+    def settle(self, roles: list[str], timeout: float) -> None:
+        """Wait (at most ``timeout`` s) for the calls of ``roles`` in flight, unhandled."""
+        import ray
+
+        calls = [ref for ref, (who, _) in self.pending.items() if who in roles]
+        ray.wait(calls, num_returns=len(calls), timeout=timeout)
+
     def waiting_for(self) -> tuple[str, str]:
         """Who the loop is waiting for, named in a timeout: ``("worker 0 or evaluator", ...)``."""
         roles = sorted({role for role, _ in self.pending.values()})
         return " or ".join(roles), f"waiting after {self.env_steps} env steps"
 
     def clock(self) -> float:
-        """Seconds of training so far (from the end of start-up; a resumed run adds the
-        seconds before its checkpoint)."""
+        """Seconds of training so far (from the end of start-up; plus a resumed run's)."""
         return self.clock_offset + time.perf_counter() - self.start_time
 
     def log_evaluation(self, env_steps: int, seconds: float, mean: float, std: float,

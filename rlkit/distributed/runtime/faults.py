@@ -8,6 +8,7 @@ loss as a real one.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,8 +26,23 @@ class NodeLoss:
 
     node_id: str | None = None
     at_seconds: float = 0.0
+    seconds: float = 0.0  # the removal (and the replacement's start) took
     at_env_steps: int = 0
     replacement: Any = None
+
+
+def node_processes(node: Any) -> list[Any]:
+    """The processes a ``Cluster`` node started (its raylet's children: the actors' workers).
+    Removing the node stops its raylet, but on one machine a worker blocked in C++ (a rank
+    waiting in an all-reduce) outlives it until its own timeout; a real machine's death takes
+    it too, so :func:`node_loss_hook` kills them."""
+    try:
+        import psutil
+
+        raylet = node.all_processes["raylet"][0].process.pid
+        return psutil.Process(raylet).children(recursive=True)
+    except Exception:  # noqa: BLE001  (a private structure: cleaning up is a courtesy)
+        return []
 
 
 def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = False
@@ -44,10 +60,16 @@ def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = Fals
         if node is None:  # the head (it cannot be removed), or not placed yet
             return
         cpus = next((n.cpus for n in cluster_nodes() if n.node_id == node_id), 1.0)
+        begin = time.perf_counter()
+        workers = node_processes(node)
         cluster.remove_node(node)
+        for proc in workers:  # the machine is gone: nothing of it runs on (see node_processes)
+            with contextlib.suppress(Exception):
+                proc.kill()
         loss.node_id, loss.at_seconds, loss.at_env_steps = node_id, time.perf_counter(), steps
         if replace:
             loss.replacement = cluster.add_node(num_cpus=cpus)
+        loss.seconds = time.perf_counter() - begin
 
     return hook, loss
 

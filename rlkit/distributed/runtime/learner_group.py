@@ -1,8 +1,11 @@
 """A learner group: ``W`` learner ranks that train as one, each on its share of every batch.
 
-Rank 0 opens a ``torch.distributed.TCPStore`` on a free port of its node; every rank joins a
-gloo process group through it (the rendezvous is passed explicitly: no hostname lookup, no
-environment variables). From then on each rank's learner calls
+Rank 0 opens a ``torch.distributed.TCPStore`` on a port of its node that the OS picks; every
+rank joins a gloo process group through it (the rendezvous is passed explicitly, not through
+``MASTER_ADDR``/``MASTER_PORT``). Gloo then connects the ranks directly, choosing its network
+interface from the machine's host name unless ``GLOO_SOCKET_IFNAME`` names one: on machines with
+several interfaces, set it on every node (e.g. through ``runtime_env={"env_vars": ...}``), and
+let the nodes reach each other's ports. From then on each rank's learner calls
 :func:`rlkit.core.gradients.average_gradients` between ``backward()`` and its clip, so the ranks
 take the step one learner would take on the whole batch and keep identical weights; rank 0's
 weights are the group's.
@@ -13,7 +16,6 @@ all-reduce, so the driver treats the loss of any rank as the loss of the learner
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,13 +24,6 @@ from typing import Any
 from rlkit.core.gradients import average_gradients
 from rlkit.core.networks import module_weights
 from rlkit.core.types import Weights
-
-
-def free_port(host: str) -> int:
-    """A TCP port nobody listens on at ``host`` now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -50,13 +45,23 @@ class Rendezvous:
     timeout_s: float = 60.0
 
 
-def join_group(rank: int, rendezvous: Rendezvous) -> None:
-    """Join this process to the group as ``rank`` (rank 0 hosts the store)."""
+def open_store(host: str, world_size: int, timeout_s: float) -> Any:
+    """Rank 0's ``TCPStore`` on ``host``, on a port the OS picks (read it from ``.port``):
+    bound at once, so no other process can take the port in between."""
+    import torch.distributed as dist
+
+    return dist.TCPStore(host, 0, world_size, is_master=True,
+                         timeout=timedelta(seconds=timeout_s), wait_for_workers=False)
+
+
+def join_group(rank: int, rendezvous: Rendezvous, store: Any = None) -> None:
+    """Join this process to the group as ``rank`` (rank 0 passes the store it opened)."""
     import torch.distributed as dist
 
     timeout = timedelta(seconds=rendezvous.timeout_s)
-    store = dist.TCPStore(rendezvous.host, rendezvous.port, rendezvous.world_size,
-                          is_master=rank == 0, timeout=timeout)
+    if store is None:
+        store = dist.TCPStore(rendezvous.host, rendezvous.port, rendezvous.world_size,
+                              is_master=False, timeout=timeout)
     dist.init_process_group(rendezvous.backend, store=store, rank=rank,
                             world_size=rendezvous.world_size, timeout=timeout)
 
@@ -76,19 +81,20 @@ class GroupMember:
     learner: Any
     rank: int = 0
 
-    def meeting_point(self) -> tuple[str, int]:
-        """Rank 0: this node's address and a free port for the store."""
+    def meeting_point(self, world_size: int, timeout_s: float) -> tuple[str, int]:
+        """Rank 0: open the store on this node; its address and port."""
         try:
             import ray
 
             host = ray.util.get_node_ip_address()
         except Exception:  # noqa: BLE001  (outside Ray: this machine)
             host = "127.0.0.1"
-        return host, free_port(host)
+        self.store = open_store(host, world_size, timeout_s)
+        return host, int(self.store.port)
 
     def join(self, rendezvous: Rendezvous) -> None:
         """Join the group; from now on every update averages the gradients over the ranks."""
-        join_group(self.rank, rendezvous)
+        join_group(self.rank, rendezvous, getattr(self, "store", None) if self.rank == 0 else None)
         self.learner.sync_gradients = average_gradients
 
     def leave(self) -> None:
@@ -136,15 +142,17 @@ def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 6
     the meeting point, then all join at once (each blocks until all have)."""
     import ray
 
-    host, port = ray.get(ranks[0].meeting_point.remote(), timeout=timeout_s)
+    host, port = ray.get(ranks[0].meeting_point.remote(len(ranks), timeout_s), timeout=timeout_s)
     meeting = Rendezvous(host, port, len(ranks), backend, timeout_s)
     ray.get([r.join.remote(meeting) for r in ranks], timeout=timeout_s + 10)
 
 
-def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float) -> None:
+def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float,
+                  checkpoint: Any = None) -> None:
     """A gang restart: kill every rank in ``roles``, give each rank whose node is gone a node
     with room (waiting up to ``wait_s`` for one, as for a replacement machine joining), and
-    start them all again. The caller then forms the group and loads the checkpoint.
+    start them all again (``checkpoint``: named in the error). The caller then forms the group
+    and loads the checkpoint.
 
     Raises:
         RoleFailedError: if no node has room for a rank within ``wait_s``.
@@ -163,13 +171,15 @@ def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float) -> None:
     alive = {n.node_id for n in cluster_nodes()}
     plan = supervisor.plan
     for role in sorted(roles, key=lambda r: plan is None or plan.slots[r].node_id not in alive):
-        while plan is not None and (moved := plan.moved(role, cluster_nodes(), placed)) is None:
+        while plan is not None and (moved := plan.moved(
+                role, cluster_nodes(), placed, at_least=plan.slots[role].cpus)) is None:
             if time.monotonic() > deadline:
                 sizes = ", ".join(f"{n.cpus:g}" for n in cluster_nodes())
                 raise RoleFailedError(
                     f"the {role} cannot be restarted: no node had room for its "
                     f"{plan.slots[role].cpus:g} CPU within {wait_s:g} s (nodes of {sizes} CPUs)."
-                    f" Fix: add a node, then resume from the last checkpoint.", role)
+                    f" Fix: add a node, then call again with resume_from={str(checkpoint)!r}.",
+                    role)
             time.sleep(0.5)
         if plan is not None:
             supervisor.plan = plan = moved

@@ -135,12 +135,12 @@ class ResourcePlan:
         return {"num_cpus": slot.cpus, "num_gpus": slot.gpus, **extra,
                 "scheduling_strategy": NodeAffinitySchedulingStrategy(slot.node_id, soft=False)}
 
-    def moved(self, role: str, alive: Sequence[Node], live_roles: Sequence[str]
-              ) -> ResourcePlan | None:
+    def moved(self, role: str, alive: Sequence[Node], live_roles: Sequence[str],
+              at_least: float = MIN_WORKER_CPUS) -> ResourcePlan | None:
         """This plan with ``role`` re-placed for a replacement: on its node if it is alive,
-        else on the alive node with the most CPUs left by ``live_roles``, asking for what is
-        left there (at most its old share); ``None`` if no node has
-        :data:`MIN_WORKER_CPUS` left."""
+        else on the alive node with the most CPUs left by ``live_roles`` (and its GPUs),
+        asking for what is left there (at most its old share); ``None`` if no node has
+        ``at_least`` CPUs left (a learner rank asks for its whole old share)."""
         old = self.slots[role]
         if any(n.node_id == old.node_id for n in alive):
             return self
@@ -149,9 +149,10 @@ class ResourcePlan:
             if r in self.slots and r != role:
                 used[self.slots[r].node_id] = used.get(self.slots[r].node_id, 0.0) \
                     + self.slots[r].cpus
-        room = {n.node_id: floor4(n.cpus - used.get(n.node_id, 0.0)) for n in alive}
+        room = {n.node_id: floor4(n.cpus - used.get(n.node_id, 0.0)) for n in alive
+                if n.gpus >= old.gpus}
         best = max(room, key=room.get, default=None)  # type: ignore[arg-type]
-        if best is None or room[best] < MIN_WORKER_CPUS:
+        if best is None or room[best] < at_least:
             return None
         slot = Slot(best, min(old.cpus, room[best]), old.gpus)
         nodes = tuple(alive) + tuple(n for n in self.nodes if n not in alive)
@@ -212,10 +213,14 @@ def plan_resources(num_workers: int, cluster: float | Sequence[Node],
         fits = [n for n in nodes if gpus_free[n.node_id] >= learner_gpus and free[n.node_id] > 0]
         if not fits:
             sizes = ", ".join(f"{n.cpus:g} CPU/{n.gpus:g} GPU" for n in nodes)
-            group = f" for each of {learners} learners" if learners > 1 else ""
-            raise ValueError(f"learner_gpus={learner_gpus:g}{group} but no node has that many "
-                             f"GPUs free (nodes: {sizes}). Fix: use learner_gpus=0 (CPU) or "
-                             f"None, fewer learners, or nodes with GPUs.")
+            if learner_gpus and not any(gpus_free[n.node_id] >= learner_gpus for n in nodes):
+                group = f" for each of {learners} learners" if learners > 1 else ""
+                raise ValueError(f"learner_gpus={learner_gpus:g}{group} but no node has that "
+                                 f"many GPUs free (nodes: {sizes}). Fix: use learner_gpus=0 "
+                                 f"(CPU) or None, fewer learners, or nodes with GPUs.")
+            raise ValueError(f"learners={learners} cannot be placed: {role} finds no node with a "
+                             f"CPU left (nodes: {sizes}). Fix: use at most {roles.index(role)} "
+                             f"learners, or a bigger cluster.")
         node = max(fits, key=lambda n: free[n.node_id])  # max() keeps the first on a tie
         slots[role] = Slot(node.node_id, min(1.0, free[node.node_id]), float(learner_gpus))
         free[node.node_id] -= slots[role].cpus
