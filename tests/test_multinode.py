@@ -27,6 +27,8 @@ from rlkit.distributed.runtime.placement import cluster_nodes, plan_resources  #
 
 pytestmark = pytest.mark.ray
 
+# 3M env steps, not 1M: an asynchronous run now and then wanders before it solves
+IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, total_steps=3_000_000)
 # pattern: (run(), the env step at which worker 0's node is removed)
 PATTERNS = {
     "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000), num_workers=2), 2_000),
@@ -34,8 +36,7 @@ PATTERNS = {
         num_workers=2, num_shards=1, envs_per_worker=8))), 2_000),
     "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10),
                                   num_workers=2), 2_000),
-    "impala": (lambda: train_impala_ray(IMPALAConfig(envs_per_worker=8, eval_episodes=10)),
-               20_000),
+    "impala": (lambda: train_impala_ray(IMPALA), 20_000),
 }
 
 
@@ -79,9 +80,6 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
     assert any(f"worker 0 lost with node {lost[:8]}" in e for e in result.history.events)
     assert result.solved and result.eval_return >= 475, result.history.events
     assert wait_until_no_actors() == []
-
-
-IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10)
 
 
 def test_a_lost_learner_node_restarts_the_group_from_its_checkpoint_and_the_run_solves(

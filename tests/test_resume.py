@@ -35,7 +35,8 @@ pytestmark = pytest.mark.ray
 APEX_DQN = DQNConfig(eval_episodes=10)
 APEX = ApexConfig(num_workers=1, num_shards=1, envs_per_worker=8)  # 5 actors: quicker to start
 A2C = A2CConfig(eval_every=5_000, eval_episodes=10)
-IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10)
+# 3M env steps, not 1M: an asynchronous run now and then wanders before it solves
+IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, total_steps=3_000_000)
 
 # pattern: (run(**options), the learner role, the checkpoint's algorithm name, its config,
 #           the env step at which the learner is killed, checkpoint_every in learner updates)
