@@ -10,9 +10,9 @@ ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer
                  "TrajectoryQueue", "ReplayShard", "ApexWorker", "ApexLearner")
 
 
-def our_ray_processes() -> list[str]:
-    """Command lines of Ray's processes on this machine (raylet, GCS, ``ray::`` workers)."""
-    names = ("raylet", "gcs_server", "ray::")
+def _processes(names: tuple[str, ...]) -> list[tuple[int, str]]:
+    """``(pid, command line)`` of this machine's processes whose command line or name holds
+    one of ``names``."""
     found = []
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
@@ -20,8 +20,13 @@ def our_ray_processes() -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         if any(n in text for n in names):
-            found.append(text[:80])
+            found.append((proc.pid, text))
     return found
+
+
+def our_ray_processes() -> list[str]:
+    """Command lines of Ray's processes on this machine (raylet, GCS, ``ray::`` workers)."""
+    return [text[:80] for _, text in _processes(("raylet", "gcs_server", "ray::"))]
 
 
 def actor_processes(*class_names: str) -> list[str]:
@@ -114,15 +119,7 @@ class NodesCluster:
 
 def ray_node_processes() -> list[int]:
     """Pids of the raylets and GCS servers on this machine."""
-    pids = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        try:
-            text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if "raylet" in text or "gcs_server" in text:
-            pids.append(proc.pid)
-    return pids
+    return [pid for pid, _ in _processes(("raylet", "gcs_server"))]
 
 
 @pytest.fixture(scope="module")

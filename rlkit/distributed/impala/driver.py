@@ -34,7 +34,8 @@ from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner
 from rlkit.train.impala import IMPALAResult
 
-UPDATES_PER_CALL = 4  # learner updates per remote call; two calls are kept in flight
+UPDATES_PER_CALL = 4  # learner updates per remote call
+LEARNER_CALLS = 2  # learner calls kept in flight (the next waits while one runs)
 
 
 def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
@@ -112,7 +113,7 @@ class ImpalaRun(DriverRun):
     def train(self) -> None:
         for i in range(self.config.num_workers):
             self.launch_worker(i)
-        for _ in range(2):
+        for _ in range(LEARNER_CALLS):
             self.ask_learner()
         super().train()
 
@@ -162,7 +163,7 @@ class ImpalaRun(DriverRun):
             raise error
         self.pending = {r: e for r, e in self.pending.items() if e[0] not in self.learner_roles}
         self.reports = {}
-        for _ in range(2):
+        for _ in range(LEARNER_CALLS):
             self.ask_learner()
 
     def on_worker_stopped(self, ref: Any, i: int) -> None:
