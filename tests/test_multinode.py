@@ -5,7 +5,8 @@ placed; a run that loses a worker's node goes on (the replacement asks for what 
 worker is dropped, logged in ``history.events``) and still solves CartPole.
 
 Losing the learner's node is tested in test_resume.py (every pattern: the run stops, naming it,
-and resumes) and here for IMPALA's learner group (the group restarts from its checkpoint).
+and resumes) and here for learner groups: IMPALA's restarts from its checkpoint and solves;
+Ape-X's and DQN's restart and train on at the rate limiter's ratio.
 Notebook 07 runs a learner group to a solve on the same kind of cluster."""
 
 import pytest
@@ -96,34 +97,83 @@ def test_a_lost_learner_node_restarts_the_group_from_its_checkpoint_and_the_run_
     assert wait_until_no_actors() == []
 
 
-def test_dqn_with_a_learner_group_of_two_keeps_the_update_ratio_and_every_transition(
-        nodes_cluster):
-    """A short run (a group's arithmetic is test_learner_group.py's; a group solving CartPole
-    is notebook 07's): the ranks on two nodes, the rate limiter's count of updates, each
-    transition stored by exactly one rank."""
+@pytest.mark.parametrize("pattern", ["apex", "dqn"])
+def test_a_restarted_group_trains_on_from_its_checkpoint(nodes_cluster, monkeypatch, tmp_path,
+                                                         pattern):
+    """Short runs (IMPALA's group solving through a restart is the test above; DQN's
+    and Ape-X's solving with a group is the same code). DQN's ranks lose their replay shares with
+    the group: the rate limiter goes on from the checkpoint's update count once
+    ``learning_starts`` new env steps are in, to the update. Ape-X's replay lives in the shards,
+    on rank 0's node, so rank 1's node is removed: the shards keep every transition through the
+    restart."""
+    import re
+
     from rlkit.core.common import updates_due
 
     nodes_cluster.refill()
-    config = DQNConfig(total_steps=4_000, learning_starts=1_000, eval_every=4_000,
+    nodes_cluster.clear()
+    rank = "learner 1" if pattern == "apex" else "learner 0"
+    nodes_cluster.remove_node_of(monkeypatch, rank, 3_000, replace=True)
+    config = DQNConfig(total_steps=6_000, learning_starts=1_000, eval_every=6_000,
                        target_return=None)
-    result = train_dqn_ray(config, num_workers=2, num_learners=2)
+    options = dict(num_learners=2, learner_restarts=1, checkpoint_dir=tmp_path)
+    if pattern == "apex":
+        result = train_apex_ray(ApexDQN(config, ApexConfig(num_workers=1, num_shards=1,
+                                                           envs_per_worker=8)),
+                                checkpoint_every=50, **options)
+    else:
+        result = train_dqn_ray(config, num_workers=1, checkpoint_every=100, **options)
+    lost, _ = nodes_cluster.removed[rank]
+    restarts = [e for e in result.history.events if "learner group restarted from" in e]
+    assert len(restarts) == 1 and f"{rank} lost" in restarts[0], result.history.events
+    assert f"node {lost[:8]}" in restarts[0] and result.placement[rank] == lost
+    at, saved = map(int, re.search(r"step (\d+): .* at update (\d+) ", restarts[0]).groups())
+    assert 3_000 <= at < 6_000 and 0 < saved <= updates_due(at, 1_000, config.train_every)
+    assert result.env_steps >= 6_000
+    if pattern == "dqn":
+        assert result.updates == saved + updates_due(6_000 - at, 1_000, config.train_every)
+    else:
+        assert result.updates > saved + 100  # the rate limiter went on from the checkpoint
+        assert result.shard_sizes[0] > 6_000 - 100  # (n-step windows end with episodes)
+    assert wait_until_no_actors() == []
+
+
+@pytest.mark.parametrize("algo", ["dqn", "sac"])
+def test_a_learner_group_of_two_keeps_the_update_ratio_and_every_transition(nodes_cluster, algo):
+    """A short run (a group's arithmetic is test_learner_group.py's; a group solving CartPole
+    is notebook 07's and the restart test's): the ranks on two nodes, the rate limiter's count
+    of updates, each transition stored by exactly one rank."""
+    from rlkit.core.common import updates_due
+
+    nodes_cluster.refill()
+    if algo == "dqn":
+        config = DQNConfig(total_steps=4_000, learning_starts=1_000, eval_every=4_000,
+                           target_return=None)
+        result = train_dqn_ray(config, num_workers=2, num_learners=2)
+    else:
+        config = SACConfig(total_steps=1_200, learning_starts=400, eval_every=1_200,
+                           eval_episodes=1, hidden=(32, 32), target_return=None)
+        result = train_sac_ray(config, num_workers=2, num_learners=2)
     head = cluster_nodes()[0].node_id
     ranks = {result.placement["learner 0"], result.placement["learner 1"]}
     assert len(ranks) == 2 and head not in ranks
-    assert result.env_steps == 4_000 and result.transitions_stored == 4_000
-    assert result.updates == updates_due(4_000, config.learning_starts, config.train_every) > 0
+    assert result.env_steps == config.total_steps == result.transitions_stored
+    assert result.updates == updates_due(config.total_steps, config.learning_starts,
+                                         config.train_every) > 0
     assert wait_until_no_actors() == []
 
 
 def test_learner_groups_are_refused_where_a_driver_runs_none_and_need_a_checkpoint(
         nodes_cluster, tmp_path):
     with pytest.raises(ValueError, match=r"num_learners=2 is not supported by A3CRun yet"
-                                         r".*Fix: .*train_impala_ray"):
+                                         r".*Fix: .*train_apex_ray"):
         train_a3c_ray(A2CConfig(), num_learners=2)
-    with pytest.raises(ValueError, match=r"learner_restarts=1 is not supported by OffPolicyRun"):
-        train_dqn_ray(DQNConfig(), learner_restarts=1, checkpoint_dir=tmp_path)
-    with pytest.raises(ValueError, match=r"num_learners=2 needs DQN \(the SAC learner"):
-        train_sac_ray(SACConfig(), num_learners=2)
+    with pytest.raises(ValueError, match=r"learner_restarts=1 is not supported by A3CRun"):
+        train_a3c_ray(A2CConfig(), learner_restarts=1, checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"num_learners=3 needs a batch_size \(128\) it divides"):
+        train_sac_ray(SACConfig(), num_learners=3)
+    with pytest.raises(ValueError, match=r"num_learners=3 must divide batch_size="):
+        train_apex_ray(ApexDQN(DQNConfig(), ApexConfig()), num_learners=3)
     with pytest.raises(ValueError, match=r"learner_restarts=1 .*checkpoint_dir is not set"):
         train_impala_ray(IMPALA, learner_restarts=1)
     with pytest.raises(ValueError, match=r"num_learners=3 must divide batch_fragments=8"):

@@ -21,6 +21,7 @@ from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, pre
                                         td_tensors)
 from rlkit.algos.sac import deterministic_batch_policy
 from rlkit.core.common import polyak_update
+from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, Weights
@@ -86,6 +87,7 @@ class DDPGLearner:
         self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr)
         self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
         self.updates = 0
+        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
         self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
     def update(self, batch: AnyBatch, importance_weights: torch.Tensor | None = None
@@ -107,12 +109,14 @@ class DDPGLearner:
             self.critic, self.actor_target, self.critic_target, tensors, importance_weights)
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
+        self.sync_gradients(self.critic.parameters())  # a learner group's all-reduce
         self.critic_opt.step()
 
         self.critic.requires_grad_(False)  # the actor's loss trains the actor only
         actor_loss = ddpg_actor_loss(self.actor, self.critic, tensors.obs)
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
+        self.sync_gradients(self.actor.parameters())
         self.actor_opt.step()
         self.critic.requires_grad_(True)
 

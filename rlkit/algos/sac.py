@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from rlkit.core.common import bootstrap_target, polyak_update
+from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, TensorBatch, Weights
@@ -133,6 +134,7 @@ class SACLearner:
         self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr, graph)
         self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr, graph)
         self.updates = 0
+        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
         self.freeze_critics_in_actor_step = True  # False only to measure what it saves
         # torch.compile fuses each loss's small ops; the first updates pay the compilation
         # (about 20 s on a 2-core CPU), so it pays off only in long runs: see `make bench`
@@ -154,6 +156,7 @@ class SACLearner:
                                            alpha, self.config.gamma)
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
+        self.sync_gradients(self.critic.parameters())  # a learner group's all-reduce
         self.critic_opt.step()
 
         # The actor's loss goes through the critics, but only the actor learns from it: with
@@ -163,12 +166,14 @@ class SACLearner:
         actor_loss, log_prob = self._actor_loss_fn(self.actor, self.critic, batch.obs, alpha)
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
+        self.sync_gradients(self.actor.parameters())
         self.actor_opt.step()
         self.critic.requires_grad_(True)
 
         alpha_loss = sac_alpha_loss(self.log_alpha, log_prob, self.target_entropy)
         self.alpha_opt.zero_grad(set_to_none=True)
         alpha_loss.backward()
+        self.sync_gradients([self.log_alpha])
         self.alpha_opt.step()
 
         polyak_update(self.critic_target, self.critic, self.config.tau)

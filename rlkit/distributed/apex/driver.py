@@ -24,8 +24,8 @@ from rlkit.algos.apex import ApexAlgorithm, ApexDDPG, ApexDQN
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
-from rlkit.core.validation import build, require_instance
-from rlkit.distributed.apex.roles import ApexLearner, ApexWorker
+from rlkit.core.validation import build, fail, require_instance
+from rlkit.distributed.apex.roles import ApexLearner, ApexLearnerReport, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
 from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.driver import DriverRun
@@ -35,7 +35,7 @@ from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChann
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
 from rlkit.replay.memory import check_buffer_memory, replay_bytes
-from rlkit.train.checkpoint import updates_owed
+from rlkit.train.checkpoint import Checkpoint, updates_owed
 
 #: Log-spaced bins of the stored priorities ``(|delta| + eps) ** alpha`` for the histograms.
 PRIORITY_BINS = np.logspace(-2, 1.5, 36)
@@ -72,7 +72,11 @@ def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
             ``checkpoint_every`` (default 2000 updates), ``resume_from``); the roles are
             ``"worker i"``, ``"shard k"``, ``"learner"``, ``"evaluator"`` and ``"parameter
             server"``. A checkpoint holds the learner; a resumed run refills the shards
-            (``learning_starts`` fresh env steps before its first update).
+            (``learning_starts`` fresh env steps before its first update). ``num_learners=W``
+            runs ``"learner 0"`` ... ``"learner W-1"``, each sampling ``batch_size / W`` of
+            every batch from the shards, their gradients averaged; with ``learner_restarts``
+            a lost rank restarts the group from the last checkpoint, and the shards keep
+            the replay through it.
 
     Raises:
         ValueError: if the cluster cannot hold the workers and shards (more shards than
@@ -87,10 +91,15 @@ class ApexRun(DriverRun):
     """One Ape-X run's actors and bookkeeping, on the shared :class:`DriverRun` loop."""
 
     CHECKPOINT_EVERY = 2_000
+    LEARNER_GROUPS = LEARNER_RESTARTS = True  # the replay lives in the shards: none is lost
 
     def __init__(self, algo: ApexAlgorithm, options: RunOptions) -> None:
         super().__init__(options, algo.config.total_steps, algo.name, algo.name, algo.config)
         self.algo, self.cfg, self.apex = algo, algo.config, algo.apex
+        if self.cfg.batch_size % options.num_learners:
+            fail("num_learners", options.num_learners, f"must divide batch_size="
+                 f"{self.cfg.batch_size}: each rank samples an equal share of every batch",
+                 "use a divisor of batch_size")
         cluster_cpus = require_ray()["CPU"]
         if self.apex.num_shards > cluster_cpus:
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
@@ -120,7 +129,7 @@ class ApexRun(DriverRun):
         self.learner_busy = self.evaluating = False
 
     def role_names(self) -> list[str]:
-        return (["parameter server", "learner", "evaluator"]
+        return (["parameter server", *self.learner_roles, "evaluator"]
                 + [f"shard {k}" for k in range(self.apex.num_shards)]
                 + [f"worker {i}" for i in range(self.apex.num_workers)])
 
@@ -138,17 +147,21 @@ class ApexRun(DriverRun):
                                                     self.cfg.seed + 10 + k))
         shards = RayShards([sup[f"shard {k}"] for k in range(apex.num_shards)], timeout)
         channel = RayChannel(server, timeout)
-        sup.start("learner", lambda r: ray.remote(ApexLearner).options(
-            **sup.options("learner")).remote(algo, channel, shards))
+        world = len(self.learner_roles)  # rank 0 publishes the weights
+        for rank, role in enumerate(self.learner_roles):
+            sup.start(role, lambda r, rank=rank, role=role: ray.remote(ApexLearner).options(
+                **sup.options(role)).remote(algo, None if rank else channel, shards, "cpu",
+                                            rank, world))
         for i in range(apex.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ApexWorker).options(
                 **sup.options(f"worker {i}")).remote(algo, i, channel, shards, r))
         sup.start("evaluator", lambda r: ray.remote(Evaluator).options(
             **sup.options("evaluator")).remote(algo))
-        sup.wait_started([r for r in sup.handles if r != "parameter server"],
-                         max(STARTUP_TIMEOUT_S, timeout))
-        self.restore_learner(max(STARTUP_TIMEOUT_S, timeout))
-        sup.get(sup["learner"].publish.remote(), "learner", "publishing its first weights")
+        timeout = max(STARTUP_TIMEOUT_S, timeout)
+        sup.wait_started([r for r in sup.handles if r != "parameter server"], timeout)
+        self.form_learner_group(timeout)
+        self.restore_learner(timeout)
+        sup.get(sup[self.LEARNER].publish.remote(), self.LEARNER, "publishing its first weights")
 
     def train(self) -> None:
         for i in range(self.apex.num_workers):
@@ -171,7 +184,7 @@ class ApexRun(DriverRun):
         try:
             stats = self.supervisor.get(ref, f"worker {i}", "collecting a fragment")
         except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
-            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            self.restart_worker(f"worker {i}", error)
             self.collect(i)
             return
         self.env_steps += stats.env_steps
@@ -180,8 +193,11 @@ class ApexRun(DriverRun):
             self.history.log_episode(self.env_steps, now, ret)
         self.parked[i] = time.perf_counter()
 
-    def on_learner_report(self, ref: Any) -> None:
-        report = self.supervisor.get(ref, "learner", "training")
+    def on_learner_reports(self, reports: list[ApexLearnerReport]) -> None:
+        """Every rank's report of one call (one learner: one report): rank 0's weights."""
+        report = reports[0]._replace(loss=float(np.mean([r.loss for r in reports])),
+                                     mean_td_error=float(np.mean([r.mean_td_error
+                                                                  for r in reports])))
         self.learner_busy = False
         self.updates = report.updates
         self.weights, self.weights_steps = report.weights, self.env_steps
@@ -201,6 +217,11 @@ class ApexRun(DriverRun):
         if self.solved:  # the result keeps the weights that solved, not later ones
             self.solved_at, self.weights = (steps, seconds), self.evaluated_weights
 
+    def after_learner_restart(self, saved: Checkpoint) -> None:
+        """The group is back at ``saved``: the shards kept the replay, so the rate limiter goes
+        on from the checkpoint's update count (the workers wait while the learner catches up)."""
+        self.learner_busy, self.asked = False, saved.updates
+
     # --- what is due ----------------------------------------------------------------------
 
     def schedule(self) -> None:
@@ -210,8 +231,8 @@ class ApexRun(DriverRun):
         owed = updates_owed(self.env_steps, cfg, self.resumed) - self.asked
         if not self.learner_busy and owed > 0:
             n = min(owed, apex.updates_per_call)
-            ref = self.supervisor["learner"].train.remote(n, self.env_steps / cfg.total_steps)
-            self.expect(ref, "learner", self.on_learner_report)
+            self.ask_learners("train", [n, self.env_steps / cfg.total_steps], "training",
+                              self.on_learner_reports)
             self.learner_busy, self.asked, owed = True, self.asked + n, owed - n
         if owed <= 2 * apex.updates_per_call:
             for i, since in list(self.parked.items()):

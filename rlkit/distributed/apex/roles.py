@@ -25,6 +25,7 @@ from rlkit.algos.exploration import worker_rungs
 from rlkit.core.common import worker_seed
 from rlkit.core.types import FragmentStats, NStepBatch, Weights
 from rlkit.distributed.apex.shards import ShardClient
+from rlkit.distributed.runtime.learner_group import GroupMember
 from rlkit.distributed.runtime.parameter_server import WeightsChannel
 from rlkit.envs.make import make_env
 from rlkit.envs.runner import EnvRunner
@@ -114,26 +115,31 @@ class ApexWorker:
                              self.version, time.perf_counter() - start)
 
 
-class ApexLearner(SavesLearner):
+class ApexLearner(SavesLearner, GroupMember):
     """Samples from the shards, takes importance-weighted steps, returns new priorities.
+    In a learner group of ``world_size`` ranks, each rank samples ``batch_size / world_size``
+    per update with its own random stream and sends back the priorities of what it sampled;
+    the gradients are averaged over the ranks and rank 0 publishes.
 
     Args:
         algo: The Ape-X algorithm (the learner builds a probe env from its config to read the
             spaces; envs are never pickled from the driver).
-        weights: Channel to the parameter server.
+        weights: Channel to the parameter server (``None``: a rank that does not publish).
         shards: The replay shards.
         device: Torch device of the networks.
+        rank, world_size: This learner's rank and the group's size (1: no group).
     """
 
-    def __init__(self, algo: ApexAlgorithm, weights: WeightsChannel, shards: ShardClient,
-                 device: str = "cpu") -> None:
+    def __init__(self, algo: ApexAlgorithm, weights: WeightsChannel | None, shards: ShardClient,
+                 device: str = "cpu", rank: int = 0, world_size: int = 1) -> None:
         torch.set_num_threads(algo.config.torch_threads)
         torch.manual_seed(algo.config.seed)
         self.algo, self.weights, self.shards = algo, weights, shards
         env = make_env(algo.config.env_id, algo.config.seed, algo.action_kind, algo.name)
         self.learner = algo.make_learner(env, torch.device(device))
         env.close()
-        self.rng = np.random.default_rng(algo.config.seed + 7)
+        self.rank, self.batch_size = rank, algo.config.batch_size // world_size
+        self.rng = np.random.default_rng(algo.config.seed + 7 + 7919 * rank)
         self.totals: np.ndarray | None = None
         self.mins: np.ndarray | None = None
 
@@ -145,8 +151,9 @@ class ApexLearner(SavesLearner):
 
     def publish(self) -> int:
         """Send the current priority weights (online and target) to the parameter server."""
-        self.weights.publish(self.learner.get_priority_weights())
-        self.weights.flush()
+        if self.weights is not None:
+            self.weights.publish(self.learner.get_priority_weights())
+            self.weights.flush()
         return self.learner.updates
 
     def train(self, num_updates: int, progress: float) -> ApexLearnerReport:
@@ -160,13 +167,13 @@ class ApexLearner(SavesLearner):
         Returns:
             An :class:`ApexLearnerReport`.
         """
-        cfg, apex = self.algo.config, self.algo.apex
+        apex = self.algo.apex
         beta = beta_at(progress, apex.beta_start)
         if self.totals is None:
             stats = self.shards.stats()
             self.totals = np.array([s.total_priority for s in stats])
             self.mins = np.array([s.min_priority for s in stats])
-        counts = np.stack([split_by_priority(self.totals, cfg.batch_size, self.rng)
+        counts = np.stack([split_by_priority(self.totals, self.batch_size, self.rng)
                            for _ in range(num_updates)], axis=1)  # (K, num_updates)
         answers = self.shards.sample_many(counts, beta)
         self.totals = np.array([a.stats.total_priority for a in answers])
@@ -185,7 +192,7 @@ class ApexLearner(SavesLearner):
             for k, p in parts:
                 new_td[k].append((p.ids, td[start:start + len(p.ids)]))
                 start += len(p.ids)
-            if self.learner.updates % apex.publish_every == 0:
+            if self.weights is not None and self.learner.updates % apex.publish_every == 0:
                 self.weights.publish(self.learner.get_priority_weights())
         for k, pairs in enumerate(new_td):
             if pairs:

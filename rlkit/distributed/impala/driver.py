@@ -29,9 +29,10 @@ from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLe
                                             TrajectoryQueue)
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.options import RunOptions
-from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, RoleFailedError
+from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner
+from rlkit.train.checkpoint import Checkpoint
 from rlkit.train.impala import IMPALAResult
 
 UPDATES_PER_CALL = 4  # learner updates per remote call
@@ -73,8 +74,6 @@ class ImpalaRun(DriverRun):
                  f"{config.batch_fragments}: each rank takes an equal share of every batch",
                  "use a divisor of batch_fragments")
         self.place(config.num_workers)  # refused here if it cannot be placed
-        self.calls = 0  # train calls asked of the group so far
-        self.reports: dict[int, dict[int, ImpalaLearnerReport]] = {}  # by call, then rank
         probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
@@ -131,38 +130,18 @@ class ImpalaRun(DriverRun):
 
     def ask_learner(self) -> None:
         """One ``train`` call to every rank (a group's ranks update in step)."""
-        self.calls += 1
-        for rank, role in enumerate(self.learner_roles):
-            ref = self.supervisor[role].train.remote(UPDATES_PER_CALL)
-            self.expect(ref, role, lambda r, rank=rank, call=self.calls:
-                        self.on_rank_report(r, rank, call))
+        self.ask_learners("train", [UPDATES_PER_CALL], "training", self.on_group_report)
 
-    def on_rank_report(self, ref: Any, rank: int, call: int) -> None:
-        """A rank's report; once every rank of the call has reported, the group's. A lost
-        rank restarts the group from its checkpoint where ``learner_restarts`` allows."""
-        try:
-            report = self.supervisor.get(ref, self.learner_roles[rank], "training")
-        except RoleFailedError as error:
-            self.recover_learners(error)
-            return
-        arrived = self.reports.setdefault(call, {})
-        arrived[rank] = report
-        if len(arrived) == len(self.learner_roles):  # (each rank answers its calls in order)
-            reports = [arrived[r] for r in range(len(self.learner_roles))]
-            del self.reports[call]
-            self.on_learner_report(ImpalaLearnerReport(
-                sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
-                [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
-                reports[0].updates, max(r.busy_seconds for r in reports),
-                max(r.wait_seconds for r in reports), reports[0].weights))
+    def on_group_report(self, reports: list[ImpalaLearnerReport]) -> None:
+        """Every rank's report of one call, merged into the group's."""
+        self.on_learner_report(ImpalaLearnerReport(
+            sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
+            [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
+            reports[0].updates, max(r.busy_seconds for r in reports),
+            max(r.wait_seconds for r in reports), reports[0].weights))
 
-    def recover_learners(self, error: RoleFailedError) -> None:
-        """A lost learner rank: restart the group from its checkpoint and ask it again (the
-        calls in flight, and the fragments they held, are dropped), or raise ``error``."""
-        if not self.restart_learner_group(error):
-            raise error
-        self.pending = {r: e for r, e in self.pending.items() if e[0] not in self.learner_roles}
-        self.reports = {}
+    def after_learner_restart(self, saved: Checkpoint) -> None:
+        """The group is back: ask it again (the fragments the dropped calls held are lost)."""
         for _ in range(LEARNER_CALLS):
             self.ask_learner()
 
@@ -173,11 +152,7 @@ class ImpalaRun(DriverRun):
         try:
             self.supervisor.get(ref, f"worker {i}", "collecting fragments")
         except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
-            try:
-                self.supervisor.restart(f"worker {i}", error, self.env_steps)
-            except RoleFailedError as lost:
-                self.recover_learners(lost)
-                self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            self.restart_worker(f"worker {i}", error)
         self.launch_worker(i)
 
     def on_learner_report(self, report: ImpalaLearnerReport) -> None:

@@ -8,6 +8,7 @@ is due every ``eval_every`` env steps (:meth:`OffPolicyRun.schedule`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -18,16 +19,17 @@ from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.types import OffPolicyAlgorithm, Weights
-from rlkit.core.validation import build, fail, require_instance
-from rlkit.distributed.off_policy.options import RayOptions, RayResult
+from rlkit.core.validation import build, require_instance
+from rlkit.distributed.off_policy.options import RayOptions, RayResult, check_replay_shares
 from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
-from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, LearnerFailedError
+from rlkit.distributed.runtime.supervisor import (STARTUP_TIMEOUT_S, LearnerFailedError,
+                                                  RoleFailedError)
 from rlkit.envs.make import make_env, space_dims
 from rlkit.replay.buffers import check_buffer_memory
-from rlkit.train.checkpoint import interrupts_deferred, updates_owed
+from rlkit.train.checkpoint import Checkpoint, interrupts_deferred, updates_owed
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -65,19 +67,20 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
 
     Faults: a failed worker or evaluator is restarted with a fresh seed (at most
     ``max_restarts`` times each, logged in ``history.events``); a failed learner stops the run
-    with :class:`LearnerFailedError` naming the last checkpoint, a non-finite loss with
-    ``FloatingPointError``, a silent actor with ``TimeoutError`` naming its role. Every actor
-    is killed before this returns, also after a ``KeyboardInterrupt`` (which saves a checkpoint
-    if ``checkpoint_dir`` is set).
+    with :class:`LearnerFailedError` naming the last checkpoint (or, with ``learner_restarts``,
+    restarts from it), a non-finite loss with ``FloatingPointError``, a silent actor with
+    ``TimeoutError`` naming its role. Every actor is killed before this returns, also after a
+    ``KeyboardInterrupt`` (which saves a checkpoint if ``checkpoint_dir`` is set).
 
-    ``wall_seconds`` counts from the moment all actors are up (as the single-process loop counts
-    from the end of its set-up); ``startup_seconds`` is the time they took to start. The roles
-    are ``"worker i"``, ``"learner"``, ``"evaluator"`` and ``"parameter server"``.
+    ``wall_seconds`` counts from the moment all actors are up; ``startup_seconds`` is the time
+    they took to start. The roles are ``"worker i"``, ``"learner"``, ``"evaluator"`` and
+    ``"parameter server"``.
 
-    Learner group (DQN): ``num_learners=W`` starts ``"learner 0"`` ... ``"learner W-1"``, each
+    Learner group: ``num_learners=W`` starts ``"learner 0"`` ... ``"learner W-1"``, each
     keeping rows ``r::W`` of every fragment in a replay of ``buffer_size / W`` and sampling
-    ``batch_size / W`` per update; their gradients are averaged, rank 0 publishes the weights,
-    and a checkpoint keeps rank 0's learner, not the replay shares.
+    ``batch_size / W`` per update; their gradients are averaged and rank 0 publishes. A
+    checkpoint keeps rank 0's learner, not the replay shares: after a restart the ranks refill
+    ``learning_starts`` env steps of replay before they train again.
     """
     opts = build(RayOptions, "train_ray", options)
     return OffPolicyRun(algo, num_workers, opts).run()
@@ -85,25 +88,16 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
 
 class OffPolicyRun(DriverRun):
     """One :func:`train_ray` run on the shared :class:`DriverRun` loop. Its events: a worker's
-    fragment (:meth:`on_fragment`: hand it to the learner at the rate limit, relaunch the
-    worker) and an evaluation (:meth:`on_evaluation`); :meth:`schedule` starts an evaluation
-    when one is due."""
+    fragment (:meth:`on_fragment`) and an evaluation (:meth:`on_evaluation`)."""
 
-    LEARNER_GROUPS = True  # DQN: each rank keeps a share of the replay (no restarts yet)
+    LEARNER_GROUPS = LEARNER_RESTARTS = True  # each rank keeps a share of the replay
 
     def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, opts: RayOptions) -> None:
         config = algo.config
-        # a group's ranks each hold a share of the replay: a checkpoint keeps none of it
         self.SAVE_BUFFER = opts.checkpoint_buffer and opts.num_learners == 1
         super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
                          algo.name, config)
-        if opts.num_learners > 1 and (algo.name != "DQN" or config.batch_size % opts.num_learners
-                                      or config.buffer_size // opts.num_learners
-                                      < config.batch_size):
-            fail("num_learners", opts.num_learners, f"needs DQN (the {algo.name} learner does not "
-                 f"average its gradients yet), a batch_size ({config.batch_size}) it divides and "
-                 f"a buffer_size ({config.buffer_size}) it splits into shares of a batch or more",
-                 "use num_learners=1, or DQN with batch_size and buffer_size to match")
+        check_replay_shares(config.batch_size, config.buffer_size, opts.num_learners)
         self.plan = self.place(num_workers, opts.learner_gpus)
         env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
         obs_dim, act_dim = space_dims(env)
@@ -165,7 +159,7 @@ class OffPolicyRun(DriverRun):
             stats = self.supervisor.get(ref, f"worker {i}", "collecting")
         except RayError as error:  # the worker died or its env raised
             self.launched_steps -= asked  # those steps were never collected
-            self.supervisor.restart(f"worker {i}", error, self.env_steps)
+            self.restart_worker(f"worker {i}", error)
             self.launch(i)
             return
         with interrupts_deferred():  # a checkpoint sees the count and the transitions
@@ -190,9 +184,14 @@ class OffPolicyRun(DriverRun):
             self.evaluate()
 
     def learner_result(self, refs: list[ObjectRef]) -> None:
-        """Every rank's report of one call (one learner: one report)."""
-        reports = [self.supervisor.get(ref, role, f"training at env step {self.env_steps}")
-                   for ref, role in zip(refs, self.learner_roles)]
+        """Every rank's report of one call (one learner: one report); a lost rank restarts
+        the group where ``learner_restarts`` allows."""
+        try:
+            reports = [self.supervisor.get(ref, role, f"training at env step {self.env_steps}")
+                       for ref, role in zip(refs, self.learner_roles)]
+        except RoleFailedError as error:
+            self.recover_learners(error)
+            return
         report = reports[0]._replace(seconds=max(r.seconds for r in reports),
                                      loss=float(np.mean([r.loss for r in reports])))
         self.learner_busy += report.seconds
@@ -218,14 +217,24 @@ class OffPolicyRun(DriverRun):
         try:
             returns = self.supervisor.get(ref, "evaluator", "evaluating")
         except RayError as error:
-            if not self.supervisor.alive(self.LEARNER):
-                raise self.supervisor.failure(error, self.LEARNER,
-                                              "sending weights to the evaluator") from error
-            self.supervisor.restart("evaluator", error, self.env_steps)
+            if not self.supervisor.alive(self.LEARNER):  # restart the group, or raise
+                self.recover_learners(self.supervisor.failure(
+                    error, self.LEARNER, "sending weights to the evaluator"))
+                self.evaluate()
+                return
+            self.restart_worker("evaluator", error)
             self.evaluate(weights)
             return
         self.log_evaluation(self.eval_at, self.clock(), float(np.mean(returns)),
                             float(np.std(returns)), self.config.target_return)
+
+    def after_learner_restart(self, saved: Checkpoint) -> None:
+        """The group is back at ``saved``, its calls in flight dropped: the rate limiter goes
+        on from the checkpoint's update count, after refilling ``learning_starts`` env steps
+        where the replay was lost (a group's shares; a checkpoint without the buffer)."""
+        self.learner_calls.clear()
+        self.resumed = dataclasses.replace(saved, env_steps=self.env_steps)
+        self.updates_asked = saved.updates
 
     # --- start, finish, save --------------------------------------------------------------
 

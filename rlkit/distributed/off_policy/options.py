@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlkit.core.metrics import RunResult
-from rlkit.core.validation import flag, integer, number
+from rlkit.core.validation import fail, flag, integer, number
 from rlkit.distributed.runtime.options import RunOptions
 
 
@@ -56,3 +56,13 @@ class RayResult(RunResult):
     evaluator_restarts: int = 0
     checkpoint: Path | None = None
     transitions_stored: int = 0
+
+
+def check_replay_shares(batch_size: int, buffer_size: int, num_learners: int) -> None:
+    """Refuse a learner group whose ranks cannot each take an equal share of every batch and
+    keep a replay share of a batch or more."""
+    if num_learners > 1 and (batch_size % num_learners or buffer_size // num_learners
+                             < batch_size):
+        fail("num_learners", num_learners, f"needs a batch_size ({batch_size}) it divides and "
+             f"a buffer_size ({buffer_size}) it splits into shares of a batch or more",
+             "use num_learners=1, or a batch_size and buffer_size to match")

@@ -174,8 +174,9 @@ class LearnerWorker(GroupMember):
             algo = type(algo)(share)
         self.buffer = algo.make_buffer(env, self.device)
         env.close()
-        self.graph: SACGraphUpdate | None = None  # SAC on a GPU with cuda_graph=True
-        if getattr(config, "cuda_graph", False) and self.device.type == "cuda":
+        self.graph: SACGraphUpdate | None = None  # SAC on a GPU with cuda_graph=True, alone
+        if getattr(config, "cuda_graph", False) and self.device.type == "cuda" \
+                and world_size == 1:  # a group's all-reduce cannot be captured in a graph
             self.graph = SACGraphUpdate(self.learner, self.buffer, config.batch_size)
         self.weights = weights
         self.publish_every = publish_every

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.validation import fail
 from rlkit.distributed.runtime.cluster import require_ray
+from rlkit.distributed.runtime.learner_calls import LearnerCalls
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.placement import (ResourcePlan, cluster_nodes, free_memory_on,
                                                  plan_resources)
-from rlkit.distributed.runtime.learner_group import form_group, restart_group
-from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S, RoleFailedError, Supervisor
+from rlkit.distributed.runtime.supervisor import RoleFailedError, Supervisor
 from rlkit.notebook.progress import ProgressBar
 from rlkit.train.checkpoint import Checkpointer, load_checkpoint, save_on_interrupt
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 Handler = Callable[["ObjectRef"], None]
 
 
-class DriverRun:
+class DriverRun(LearnerCalls):
     """The loop every driver shares; a pattern fills in the methods listed in the module
     docstring.
 
@@ -78,7 +78,8 @@ class DriverRun:
             value = getattr(options, option)
             if value != RunOptions.__dataclass_fields__[option].default and not runs:
                 fail(option, value, f"is not supported by {type(self).__name__} yet",
-                     f"leave {option} out, or use train_impala_ray, which supports it")
+                     f"leave {option} out, or use a driver that supports it (train_dqn_ray, "
+                     f"train_sac_ray, train_apex_ray, train_impala_ray)")
         self.options = options
         self.resumed = (None if options.resume_from is None else
                         load_checkpoint(options.resume_from, algorithm, config))
@@ -95,7 +96,7 @@ class DriverRun:
         self.startup_seconds, self.started = 0.0, False
         self.placement: dict[str, str] = {}
         self.learner_roles = [self.LEARNER]
-        self.group_restarts = 0
+        self.init_learner_calls()
         self.total_steps, self.name = total_steps, name
         self.bar = ProgressBar(False, total_steps, 0, name)
         self.start_time = time.perf_counter()
@@ -158,46 +159,6 @@ class DriverRun:
         if self.resumed is not None:
             self.load_learners(self.resumed.learner, self.resumed.buffer, timeout)
 
-    def load_learners(self, learner: Any, buffer: Any, timeout: float) -> None:
-        """Load a checkpoint's learner state into every learner rank."""
-        sup = self.supervisor  # rank 0 first: it publishes, the others read what it published
-        first, *others = self.learner_roles
-        sup.get(sup[first].restore.remote(learner, buffer), first, "loading the checkpoint",
-                timeout)
-        refs = {role: sup[role].restore.remote(learner, buffer) for role in others}
-        for role, ref in refs.items():
-            sup.get(ref, role, "loading the checkpoint", timeout)
-
-    def form_learner_group(self, timeout: float) -> None:
-        """Rendezvous the learner ranks (rank 0's TCPStore); nothing for a single learner."""
-        if len(self.learner_roles) > 1:
-            form_group([self.supervisor[r] for r in self.learner_roles], timeout_s=timeout)
-
-    def restart_learner_group(self, error: RoleFailedError) -> bool:
-        """After a learner rank is lost (``error`` names it), restart the whole group from the
-        last checkpoint, if ``learner_restarts`` allows and one was written: every rank is
-        killed (a half group would block in its next all-reduce), the lost ranks are placed
-        on nodes with room, the group re-forms and loads the checkpoint. Whether it did."""
-        last = self.checkpointer.last
-        if (error.role not in self.learner_roles or last is None
-                or self.group_restarts >= self.options.learner_restarts):
-            return False
-        self.group_restarts += 1
-        timeout, begin = max(self.options.timeout_s, STARTUP_TIMEOUT_S), time.perf_counter()
-        restart_group(self.supervisor, self.learner_roles, timeout, last)
-        self.supervisor.wait_started(self.learner_roles, timeout)
-        started = time.perf_counter()
-        self.form_learner_group(timeout)
-        saved = load_checkpoint(last, self.checkpointer.algorithm, self.checkpointer.config)
-        self.load_learners(saved.learner, saved.buffer, timeout)
-        where = ", ".join(f"{r} on {self.supervisor.plan.node(r)}" for r in self.learner_roles)
-        self.history.events.append(
-            f"step {self.env_steps}: {error.role} lost ({str(error).split(' (')[0]}); the "
-            f"learner group restarted from {last} at update {saved.updates} ({where}) in "
-            f"{time.perf_counter() - begin:.1f} s ({started - begin:.1f} s to start the ranks)")
-        self.updates = saved.updates
-        return True
-
     def save(self) -> Path | None:
         """Write a checkpoint now (nothing without ``checkpoint_dir``); its path."""
         sup = self.supervisor
@@ -207,9 +168,13 @@ class DriverRun:
             self.env_steps, self.clock(), self.history)
 
     def maybe_save(self, updates: int) -> None:
-        """Save if ``checkpoint_every`` updates have passed since the last checkpoint."""
+        """Save if ``checkpoint_every`` updates have passed since the last checkpoint (a
+        learner rank found lost meanwhile restarts the group, where allowed)."""
         if self.checkpointer.due(updates):
-            self.save()
+            try:
+                self.save()
+            except RoleFailedError as error:
+                self.recover_learners(error)
 
     def save_on_stop(self) -> Path | None:
         """The interrupt's save: only once the actors are up, and without long waits."""

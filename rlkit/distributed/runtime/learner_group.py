@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import torch
+
 from rlkit.core.gradients import average_gradients
 from rlkit.core.networks import module_weights
 from rlkit.core.types import Weights
@@ -133,8 +135,13 @@ class LearnerRank(GroupMember):
             self.learner.update(batch)
         return int(self.learner.updates)
 
-    def weights(self) -> Weights:
-        return module_weights(getattr(self.learner, self.network))
+    def weights(self, network: str | None = None) -> Weights:
+        """The weights of the learner's ``network`` attribute (default: the group's): a
+        module's, or one tensor's (SAC's ``log_alpha``) under its own name."""
+        value = getattr(self.learner, network or self.network)
+        if isinstance(value, torch.Tensor):
+            return {network or self.network: value.detach().cpu().numpy()}
+        return module_weights(value)
 
 
 def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 60.0) -> None:
