@@ -94,12 +94,14 @@ class NodesCluster:
             self.cluster.add_node(num_cpus=1)
         self.cluster.wait_for_nodes()
 
-    def remove_node_of(self, monkeypatch, role: str, at: int, replace: bool = False) -> None:
-        """Until the test ends; ``replace``: a new 1-CPU node joins right after."""
+    def remove_node_of(self, monkeypatch, role: str, at: int, replace: bool = False,
+                       silent: bool = False) -> None:
+        """Until the test ends; ``replace``: a new 1-CPU node joins right after; ``silent``:
+        the node's processes are SIGKILLed (Ray finds out only from its health checks)."""
         from rlkit.distributed.runtime import supervisor
         from rlkit.distributed.runtime.faults import node_loss_hook
 
-        hook, self.losses[role] = node_loss_hook(self.cluster, role, at, replace)
+        hook, self.losses[role] = node_loss_hook(self.cluster, role, at, replace, silent)
         monkeypatch.setattr(supervisor, "FAULT_HOOKS", [*supervisor.FAULT_HOOKS, hook])
 
     @property

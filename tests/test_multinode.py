@@ -83,16 +83,35 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
     assert wait_until_no_actors() == []
 
 
+@pytest.mark.parametrize("silent", [False, True], ids=["removed", "silent"])
 def test_a_lost_learner_node_restarts_the_group_from_its_checkpoint_and_the_run_solves(
-        nodes_cluster, monkeypatch, tmp_path):
+        nodes_cluster, monkeypatch, tmp_path, silent):
+    """``silent``: the node's processes are SIGKILLed, as a machine that loses power; Ray lists
+    it as alive for about 15 s more, so the lost rank must not be placed back there."""
+    import time
+
+    from rlkit.distributed.runtime import supervisor
+
     nodes_cluster.refill()
     nodes_cluster.clear()
-    nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True)
+    nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True, silent=silent)
+    named: list[float] = []  # seconds from the loss to the error naming the lost rank
+    failure = supervisor.Supervisor.failure
+
+    def timed_failure(self, *args, **kwargs):
+        error = failure(self, *args, **kwargs)
+        if error.role == "learner 0":
+            named.append(time.perf_counter() - nodes_cluster.removed["learner 0"][1])
+        return error
+
+    monkeypatch.setattr(supervisor.Supervisor, "failure", timed_failure)
     result = train_impala_ray(IMPALA, num_learners=2, learner_restarts=1,
                               checkpoint_dir=tmp_path, checkpoint_every=5)
     lost, _ = nodes_cluster.removed["learner 0"]
     restarts = [e for e in result.history.events if "learner group restarted from" in e]
     assert len(restarts) == 1 and f"node {lost[:8]}" in restarts[0], result.history.events
+    assert f"learner 0 on node {lost[:8]}" not in restarts[0]  # placed elsewhere
+    assert named and named[0] < 5.0, named
     assert result.solved and result.eval_return >= 475
     assert wait_until_no_actors() == []
 

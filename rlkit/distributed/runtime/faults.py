@@ -45,8 +45,8 @@ def node_processes(node: Any) -> list[Any]:
         return []
 
 
-def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = False
-                   ) -> tuple[Callable[[Any, int], None], NodeLoss]:
+def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = False,
+                   silent: bool = False) -> tuple[Callable[[Any, int], None], NodeLoss]:
     """A fault hook (for :data:`~rlkit.distributed.runtime.supervisor.FAULT_HOOKS`) that, once
     a run has counted ``env_steps``, removes the node of ``cluster`` running ``role``'s actor;
     once. See :func:`lose_node_at` for the arguments. Returns the hook and its record."""
@@ -62,7 +62,11 @@ def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = Fals
         cpus = next((n.cpus for n in cluster_nodes() if n.node_id == node_id), 1.0)
         begin = time.perf_counter()
         workers = node_processes(node)
-        cluster.remove_node(node)
+        if silent:  # SIGKILL, workers first: the raylet says no goodbye to the GCS
+            for proc in workers:
+                with contextlib.suppress(Exception):
+                    proc.kill()
+        cluster.remove_node(node, allow_graceful=not silent)
         for proc in workers:  # the machine is gone: nothing of it runs on (see node_processes)
             with contextlib.suppress(Exception):
                 proc.kill()
@@ -75,8 +79,8 @@ def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = Fals
 
 
 @contextmanager
-def lose_node_at(cluster: Any, role: str, env_steps: int, replace: bool = False
-                 ) -> Iterator[NodeLoss]:
+def lose_node_at(cluster: Any, role: str, env_steps: int, replace: bool = False,
+                 silent: bool = False) -> Iterator[NodeLoss]:
     """Within the block, once a run has counted ``env_steps``, remove the node of ``cluster``
     that runs ``role``'s actor (all its actors die with it); once per block.
 
@@ -86,11 +90,15 @@ def lose_node_at(cluster: Any, role: str, env_steps: int, replace: bool = False
         env_steps: When.
         replace: A new node with the lost one's CPUs joins right after (as a cluster's
             autoscaler would bring one).
+        silent: Kill the node's processes with SIGKILL, as a machine that loses power: Ray
+            then lists the node as alive until its health checks time out (about 15 s),
+            while its actors already fail to answer. Otherwise the raylet is stopped with
+            SIGTERM and tells the cluster it is going.
 
     Yields:
         A :class:`NodeLoss`, filled in when the node goes.
     """
-    hook, loss = node_loss_hook(cluster, role, env_steps, replace)
+    hook, loss = node_loss_hook(cluster, role, env_steps, replace, silent)
     supervision.FAULT_HOOKS.append(hook)
     try:
         yield loss

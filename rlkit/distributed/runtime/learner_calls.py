@@ -121,7 +121,7 @@ class LearnerCalls:
             return None
         self.group_restarts += 1
         timeout, begin = max(self.options.timeout_s, STARTUP_TIMEOUT_S), time.perf_counter()
-        restart_group(self.supervisor, self.learner_roles, timeout, last)
+        restart_group(self.supervisor, self.learner_roles, timeout, last, error)
         self.supervisor.wait_started(self.learner_roles, timeout)
         started = time.perf_counter()
         self.form_learner_group(timeout)

@@ -155,11 +155,13 @@ def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 6
 
 
 def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float,
-                  checkpoint: Any = None) -> None:
+                  checkpoint: Any = None, error: BaseException | None = None) -> None:
     """A gang restart: kill every rank in ``roles``, give each rank whose node is gone a node
     with room (waiting up to ``wait_s`` for one, as for a replacement machine joining), and
     start them all again (``checkpoint``: named in the error). The caller then forms the group
-    and loads the checkpoint.
+    and loads the checkpoint. ``error``: the lost rank's (a :class:`RoleFailedError`); if its
+    node does not answer, it counts as gone even while Ray still lists it (a machine that
+    died silently).
 
     Raises:
         RoleFailedError: if no node has room for a rank within ``wait_s``.
@@ -168,18 +170,26 @@ def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float,
 
     import ray
 
+    from rlkit.distributed.runtime.actor_state import reachable_nodes
     from rlkit.distributed.runtime.placement import cluster_nodes
     from rlkit.distributed.runtime.supervisor import RoleFailedError
 
+    plan, lost, gone = supervisor.plan, getattr(error, "role", None), ""
+    if plan is not None and lost in plan.slots:  # a node that does not answer counts as gone
+        node = plan.slots[lost].node_id
+        gone = "" if reachable_nodes([plan.node(lost)], supervisor[lost], node) else node
     for role in roles:
         ray.kill(supervisor[role], no_restart=True)
     placed = [r for r in supervisor.handles if r not in roles]
     deadline = time.monotonic() + wait_s
-    alive = {n.node_id for n in cluster_nodes()}
-    plan = supervisor.plan
+
+    def nodes() -> list[Any]:
+        return [n for n in cluster_nodes() if n.node_id != gone]
+
+    alive = {n.node_id for n in nodes()}
     for role in sorted(roles, key=lambda r: plan is None or plan.slots[r].node_id not in alive):
         while plan is not None and (moved := plan.moved(
-                role, cluster_nodes(), placed, at_least=plan.slots[role].cpus)) is None:
+                role, nodes(), placed, at_least=plan.slots[role].cpus)) is None:
             if time.monotonic() > deadline:
                 sizes = ", ".join(f"{n.cpus:g}" for n in cluster_nodes())
                 raise RoleFailedError(

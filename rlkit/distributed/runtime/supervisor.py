@@ -5,8 +5,7 @@ and starts it through a :class:`Supervisor`. From then on, every wait has a time
 failure comes back as an error that names the role and the fix, a role that dies can be
 restarted (each at most ``max_restarts`` times, each restart logged in the history), and when
 the ``with`` block ends, normally or not, every actor the run started is killed. Fault
-injection for demos and tests (kill a role at a given env step) lives here too, so the driver's
-loop only says "a step happened".
+injection (kill a role at a given env step) lives here too, for demos and tests.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History
 from rlkit.distributed.runtime.actor_state import (EXIT_TIMEOUT_S, actor_state, describe_error,
-                                                  node_of, nodes_of, wait_gone)
+                                                  node_of, nodes_of, reachable_nodes, wait_gone)
 from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
 
 if TYPE_CHECKING:  # Ray itself is imported only where it is used
@@ -127,10 +126,11 @@ class Supervisor:
         dead = self.dead_roles()
         if dead:  # a worker that failed because a server died: no restart can help
             raise self.failure(error, role, "running", dead) from error
-        ray.kill(self.handles[role], no_restart=True)
         if self.plan is not None and role in self.plan.slots:
             lost = self.plan.node(role)
-            moved = self.plan.moved(role, cluster_nodes(), [r for r in self.handles if r != role])
+            nodes = reachable_nodes(cluster_nodes(), self.handles[role], lost.node_id)
+            ray.kill(self.handles[role], no_restart=True)
+            moved = self.plan.moved(role, nodes, [r for r in self.handles if r != role])
             if moved is None:
                 del self.handles[role]
                 self.history.events.append(
