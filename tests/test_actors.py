@@ -103,6 +103,27 @@ def test_resource_plan_fits_the_machine():
         plan_resources(2, 2.0, 1, cluster_gpus=0.0)
 
 
+def test_workers_to_fill_gives_every_idle_cpu_a_worker_and_the_plan_counts_idle_cpus():
+    from rlkit.distributed.runtime.placement import Node, workers_to_fill
+
+    def nodes(*cpus):
+        return [Node(f"n{i}", "10.0.0.1", c, 0.0, i == 0) for i, c in enumerate(cpus)]
+
+    assert plan_resources(2, 16.0).idle_cpus == 13.0  # the fixed default leaves a big node idle
+    fill = workers_to_fill(nodes(16.0))
+    assert fill == 15 and plan_resources(fill, 16.0).idle_cpus == 0.0
+    assert plan_resources(fill, 16.0).worker_cpus == 1.0
+    # a head with no CPU and three 4-CPU nodes; two learner ranks, one Ape-X shard
+    cluster = nodes(0.0, 4.0, 4.0, 4.0)
+    fill = workers_to_fill(cluster, learners=2, shards=1)
+    assert fill == 9
+    plan = plan_resources(fill, cluster, learners=2, shards=1)
+    assert plan.idle_cpus == 0.0 and all(
+        s.cpus == 1.0 for r, s in plan.slots.items() if r.startswith("worker"))
+    assert workers_to_fill(nodes(2.0)) == 1 and workers_to_fill(nodes(1.0)) == 1  # never 0
+    assert plan_resources(2, 2.0).idle_cpus == 0.0  # the 2-core default uses both cores
+
+
 @pytest.mark.parametrize("cpus", [1.0, 2.0, 3.0, 16.0])
 def test_resource_plan_never_overbooks(cpus):
     for workers in range(1, 9):

@@ -5,9 +5,10 @@ placed; a run that loses a worker's node goes on (the replacement asks for what 
 worker is dropped, logged in ``history.events``) and still solves CartPole.
 
 Losing the learner's node is tested in test_resume.py (every pattern: the run stops, naming it,
-and resumes) and here for learner groups: IMPALA's restarts from its checkpoint and solves;
-Ape-X's and DQN's restart and train on at the rate limiter's ratio.
-Notebook 07 runs a learner group to a solve on the same kind of cluster."""
+and resumes) and here for learner groups: IMPALA's, on a node that dies silently, restarts from
+its checkpoint on another node and solves; Ape-X's and DQN's restart and train on at the rate
+limiter's ratio. Notebook 07, on the same kind of cluster, asserts what these tests leave to it:
+IMPALA losing a worker's node, and its group losing a learner's node (removed with SIGTERM)."""
 
 import pytest
 
@@ -37,8 +38,7 @@ PATTERNS = {
         num_workers=2, num_shards=1, envs_per_worker=8))), 2_000),
     "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10),
                                   num_workers=2), 2_000),
-    "impala": (lambda: train_impala_ray(IMPALA), 20_000),
-}
+}  # (IMPALA's worker-node loss is notebook 07's section 5, asserted there)
 
 
 def test_the_plan_is_made_per_node_and_one_that_cannot_fit_is_refused(nodes_cluster):
@@ -83,18 +83,18 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
     assert wait_until_no_actors() == []
 
 
-@pytest.mark.parametrize("silent", [False, True], ids=["removed", "silent"])
-def test_a_lost_learner_node_restarts_the_group_from_its_checkpoint_and_the_run_solves(
-        nodes_cluster, monkeypatch, tmp_path, silent):
-    """``silent``: the node's processes are SIGKILLed, as a machine that loses power; Ray lists
-    it as alive for about 15 s more, so the lost rank must not be placed back there."""
+def test_a_learner_node_that_dies_silently_restarts_the_group_elsewhere_and_the_run_solves(
+        nodes_cluster, monkeypatch, tmp_path):
+    """The node's processes are SIGKILLed, as a machine that loses power: Ray lists it as
+    alive for about 15 s more, so the lost rank must not be placed back there. (A node removed
+    with SIGTERM, which Ray sees go at once, is notebook 07's section 6, asserted there.)"""
     import time
 
     from rlkit.distributed.runtime import supervisor
 
     nodes_cluster.refill()
     nodes_cluster.clear()
-    nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True, silent=silent)
+    nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True, silent=True)
     named: list[float] = []  # seconds from the loss to the error naming the lost rank
     failure = supervisor.Supervisor.failure
 
@@ -132,8 +132,8 @@ def test_a_restarted_group_trains_on_from_its_checkpoint(nodes_cluster, monkeypa
     nodes_cluster.refill()
     nodes_cluster.clear()
     rank = "learner 1" if pattern == "apex" else "learner 0"
-    nodes_cluster.remove_node_of(monkeypatch, rank, 3_000, replace=True)
-    config = DQNConfig(total_steps=6_000, learning_starts=1_000, eval_every=6_000,
+    nodes_cluster.remove_node_of(monkeypatch, rank, 2_000, replace=True)
+    config = DQNConfig(total_steps=4_000, learning_starts=1_000, eval_every=4_000,
                        target_return=None)
     options = dict(num_learners=2, learner_restarts=1, checkpoint_dir=tmp_path)
     if pattern == "apex":
@@ -147,32 +147,27 @@ def test_a_restarted_group_trains_on_from_its_checkpoint(nodes_cluster, monkeypa
     assert len(restarts) == 1 and f"{rank} lost" in restarts[0], result.history.events
     assert f"node {lost[:8]}" in restarts[0] and result.placement[rank] == lost
     at, saved = map(int, re.search(r"step (\d+): .* at update (\d+) ", restarts[0]).groups())
-    assert 3_000 <= at < 6_000 and 0 < saved <= updates_due(at, 1_000, config.train_every)
-    assert result.env_steps >= 6_000
+    assert 2_000 <= at < 4_000 and 0 < saved <= updates_due(at, 1_000, config.train_every)
+    assert result.env_steps >= 4_000
     if pattern == "dqn":
-        assert result.updates == saved + updates_due(6_000 - at, 1_000, config.train_every)
+        assert result.updates == saved + updates_due(4_000 - at, 1_000, config.train_every)
     else:
         assert result.updates > saved + 100  # the rate limiter went on from the checkpoint
-        assert result.shard_sizes[0] > 6_000 - 100  # (n-step windows end with episodes)
+        assert result.shard_sizes[0] > 4_000 - 100  # (n-step windows end with episodes)
     assert wait_until_no_actors() == []
 
 
-@pytest.mark.parametrize("algo", ["dqn", "sac"])
-def test_a_learner_group_of_two_keeps_the_update_ratio_and_every_transition(nodes_cluster, algo):
+def test_a_sac_learner_group_keeps_the_update_ratio_and_every_transition(nodes_cluster):
     """A short run (a group's arithmetic is test_learner_group.py's; a group solving CartPole
-    is notebook 07's and the restart test's): the ranks on two nodes, the rate limiter's count
-    of updates, each transition stored by exactly one rank."""
+    is notebook 07's and the restart test's; DQN's group, the same LearnerWorker code, is the
+    restart test above): the ranks on two nodes, the rate limiter's count of updates, each
+    transition stored by exactly one rank."""
     from rlkit.core.common import updates_due
 
     nodes_cluster.refill()
-    if algo == "dqn":
-        config = DQNConfig(total_steps=4_000, learning_starts=1_000, eval_every=4_000,
-                           target_return=None)
-        result = train_dqn_ray(config, num_workers=2, num_learners=2)
-    else:
-        config = SACConfig(total_steps=1_200, learning_starts=400, eval_every=1_200,
-                           eval_episodes=1, hidden=(32, 32), target_return=None)
-        result = train_sac_ray(config, num_workers=2, num_learners=2)
+    config = SACConfig(total_steps=1_200, learning_starts=400, eval_every=1_200,
+                       eval_episodes=1, hidden=(32, 32), target_return=None)
+    result = train_sac_ray(config, num_workers=2, num_learners=2)
     head = cluster_nodes()[0].node_id
     ranks = {result.placement["learner 0"], result.placement["learner 1"]}
     assert len(ranks) == 2 and head not in ranks

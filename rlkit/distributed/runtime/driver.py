@@ -30,7 +30,7 @@ from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.learner_calls import LearnerCalls
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.placement import (ResourcePlan, cluster_nodes, free_memory_on,
-                                                 plan_resources)
+                                                 plan_resources, workers_to_fill)
 from rlkit.distributed.runtime.supervisor import RoleFailedError, Supervisor
 from rlkit.notebook.progress import ProgressBar
 from rlkit.train.checkpoint import Checkpointer, load_checkpoint, save_on_interrupt
@@ -141,7 +141,14 @@ class DriverRun(LearnerCalls):
                                               learner_role=self.LEARNER)
         self.learner_roles = list(self.supervisor.plan.learner_roles)
         self.LEARNER = self.learner_roles[0]  # rank 0 holds the state a checkpoint keeps
-        return self.supervisor.plan
+        plan = self.supervisor.plan
+        if plan.idle_cpus >= 1:  # the default worker count does not grow with the cluster
+            fill = workers_to_fill(plan.nodes, len(self.learner_roles), shards)
+            self.history.events.append(
+                f"step {self.env_steps}: the plan leaves {plan.idle_cpus:g} of "
+                f"{sum(n.cpus for n in plan.nodes):g} CPUs idle; num_workers={fill} would use "
+                f"them (rlkit.distributed.runtime.placement.workers_to_fill)")
+        return plan
 
     def learner_free_memory(self) -> tuple[int | None, str]:
         """RAM free on the learner's node (``None``: this machine's) and where, for the

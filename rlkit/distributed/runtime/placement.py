@@ -116,6 +116,11 @@ class ResourcePlan:
         """The smallest share a worker (or shard) gets."""
         return min(s.cpus for r, s in self.slots.items() if r not in self.learner_roles)
 
+    @property
+    def idle_cpus(self) -> float:
+        """CPUs of the plan's nodes that no role asks for."""
+        return floor4(sum(n.cpus for n in self.nodes) - sum(s.cpus for s in self.slots.values()))
+
     def node(self, role: str) -> Node:
         """The node ``role`` is planned on (the driver's for a role without a slot)."""
         node_id = self.slots[role].node_id if role in self.slots else self.nodes[0].node_id
@@ -256,3 +261,19 @@ def plan_resources(num_workers: int, cluster: float | Sequence[Node],
     for i, node_id in enumerate(placed):
         slots[f"worker {i}"] = Slot(node_id, share[node_id])
     return ResourcePlan(nodes, slots, roles)
+
+
+def workers_to_fill(cluster: Sequence[Node], learners: int = 1, shards: int = 0) -> int:
+    """The number of workers that fills ``cluster`` (:func:`cluster_nodes`) with a whole CPU
+    each, beside ``learners`` learner ranks (1 CPU each) and ``shards`` (at least 1).
+
+    The drivers' ``num_workers`` default does not grow with the cluster on purpose: the number
+    of workers changes what a run learns (Ape-X's exploration ladder, IMPALA's policy lag,
+    A3C's staleness), so the same call gives the same run wherever it runs. To use a bigger
+    cluster, ask for it: ``train_dqn_ray(config, num_workers=workers_to_fill(cluster_nodes()))``.
+    """
+    free = sorted((n.cpus for n in cluster), reverse=True)
+    for _ in range(learners):  # each rank takes a CPU of the node with the most left
+        free[0] -= min(1.0, free[0])
+        free.sort(reverse=True)
+    return max(1, sum(int(c + 1e-9) for c in free) - shards)

@@ -126,10 +126,10 @@ class Supervisor:
         dead = self.dead_roles()
         if dead:  # a worker that failed because a server died: no restart can help
             raise self.failure(error, role, "running", dead) from error
-        if self.plan is not None and role in self.plan.slots:
-            lost = self.plan.node(role)
-            nodes = reachable_nodes(cluster_nodes(), self.handles[role], lost.node_id)
-            ray.kill(self.handles[role], no_restart=True)
+        lost = self.plan.node(role) if self.plan is not None and role in self.plan.slots else None
+        nodes = reachable_nodes(cluster_nodes(), self.handles[role], lost.node_id) if lost else []
+        ray.kill(self.handles[role], no_restart=True)  # (after asking whether its node answers)
+        if lost is not None:
             moved = self.plan.moved(role, nodes, [r for r in self.handles if r != role])
             if moved is None:
                 del self.handles[role]
