@@ -17,8 +17,10 @@ from collections.abc import Callable
 STRICT = False
 
 
-def run_check(name: str, check: Callable[[], None]) -> bool:
-    """Run ``check()`` and say how the exercise stands; return whether it passed.
+def run_check(name: str, check: Callable[[], None]) -> None:
+    """Run ``check()`` and say how the exercise stands, in one printed line. (It returns
+    nothing: a check cell ends with this call, and a returned ``False`` would show as the
+    cell's ``Out``, which reads like a failed check before the exercise is even tried.)
 
     Args:
         name: The exercise's name, shown in the message.
@@ -31,11 +33,10 @@ def run_check(name: str, check: Callable[[], None]) -> bool:
         if STRICT:
             raise
         print(f"{name}: not attempted yet. Fill in the stub above, run it, then this cell.")
-        return False
+        return
     except AssertionError as error:
         if STRICT:
             raise
         print(f"{name}: not right yet. {error}")
-        return False
+        return
     print(f"{name}: correct.")
-    return True

@@ -74,11 +74,12 @@ def check_td_errors(td_errors: np.ndarray, field: str = "td_errors") -> np.ndarr
 
 
 def importance_weights(priorities: np.ndarray, min_priority: float, beta: float) -> np.ndarray:
-    """``(p_i / p_min) ** -beta``: Schaul et al.'s ``(N P(i)) ** -beta`` divided by its largest
+    """``(q_i / q_min) ** -beta``: Schaul et al.'s ``(N P(i)) ** -beta`` divided by its largest
     possible value, which belongs to the least likely item (``N`` and the total cancel).
 
     Args:
-        priorities: ``(B,)`` stored priorities ``p_i`` of the sampled items.
+        priorities: ``(B,)`` stored priorities ``q_i = p_i ** alpha`` of the sampled items
+            (``p_i = |delta_i| + eps``).
         min_priority: the smallest stored priority (over every shard, for sharded replay).
         beta: 0 (no correction) to 1 (full correction).
 
@@ -160,7 +161,8 @@ class PrioritizedReplay:
         return self.tree.min
 
     def priority_of(self, td_errors: np.ndarray) -> np.ndarray:
-        """``(|delta| + eps) ** alpha`` for ``(B,)`` non-negative TD errors."""
+        """The stored priority ``q = p ** alpha``, ``p = |delta| + eps``, for ``(B,)``
+        non-negative TD errors."""
         return (check_td_errors(td_errors) + self.eps) ** self.alpha
 
     def add(self, batch: NStepBatch, td_errors: np.ndarray) -> None:

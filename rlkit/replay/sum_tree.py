@@ -182,7 +182,8 @@ class PriorityTree:
 
     def find_prefix(self, targets: np.ndarray) -> np.ndarray:
         """For each ``u`` in ``targets``, the slot ``i`` with
-        ``sum(p[:i]) <= u < sum(p[:i + 1])``, which always has a priority > 0.
+        ``sum(q[:i]) <= u < sum(q[:i + 1])`` (``q``: the priorities the tree holds), which
+        always has a priority > 0.
 
         Args:
             targets: ``(B,)`` floats in ``[0, total)``. Rounding may put one at ``total`` or
