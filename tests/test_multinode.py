@@ -12,14 +12,13 @@ IMPALA losing a worker's node, and its group losing a learner's node (removed wi
 
 import pytest
 
-from conftest import wait_until_no_actors
+from conftest import CLUSTER_IMPALA, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
 from rlkit.algos.a2c import A2CConfig  # noqa: E402
 from rlkit.algos.apex import ApexConfig, ApexDQN  # noqa: E402
 from rlkit.algos.dqn import DQNConfig  # noqa: E402
-from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.distributed.a3c.driver import train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
@@ -29,8 +28,7 @@ from rlkit.distributed.runtime.placement import cluster_nodes, plan_resources  #
 
 pytestmark = pytest.mark.ray
 
-# 3M env steps, not 1M: an asynchronous run now and then wanders before it solves
-IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, total_steps=3_000_000)
+IMPALA = CLUSTER_IMPALA
 # pattern: (run(), the env step at which worker 0's node is removed)
 PATTERNS = {
     "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000), num_workers=2), 2_000),

@@ -15,14 +15,13 @@ import time
 
 import pytest
 
-from conftest import wait_until_no_actors
+from conftest import CLUSTER_IMPALA, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
 from rlkit.algos.a2c import A2CConfig  # noqa: E402
 from rlkit.algos.apex import ApexConfig, ApexDQN  # noqa: E402
 from rlkit.algos.dqn import DQNConfig  # noqa: E402
-from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
@@ -35,8 +34,7 @@ pytestmark = pytest.mark.ray
 APEX_DQN = DQNConfig(eval_episodes=10)
 APEX = ApexConfig(num_workers=1, num_shards=1, envs_per_worker=8)  # 5 actors: quicker to start
 A2C = A2CConfig(eval_every=5_000, eval_episodes=10)
-# 3M env steps, not 1M: an asynchronous run now and then wanders before it solves
-IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, total_steps=3_000_000)
+IMPALA = CLUSTER_IMPALA
 
 # pattern: (run(**options), the learner role, the checkpoint's algorithm name, its config,
 #           the env step at which the learner is killed, checkpoint_every in learner updates)

@@ -184,7 +184,7 @@ class ApexRun(DriverRun):
         try:
             stats = self.supervisor.get(ref, f"worker {i}", "collecting a fragment")
         except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
-            self.restart_worker(f"worker {i}", error)
+            self.restart_role(f"worker {i}", error)
             self.collect(i)
             return
         self.env_steps += stats.env_steps

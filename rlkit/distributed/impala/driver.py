@@ -152,7 +152,7 @@ class ImpalaRun(DriverRun):
         try:
             self.supervisor.get(ref, f"worker {i}", "collecting fragments")
         except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
-            self.restart_worker(f"worker {i}", error)
+            self.restart_role(f"worker {i}", error)
         self.launch_worker(i)
 
     def on_learner_report(self, report: ImpalaLearnerReport) -> None:

@@ -159,7 +159,7 @@ class OffPolicyRun(DriverRun):
             stats = self.supervisor.get(ref, f"worker {i}", "collecting")
         except RayError as error:  # the worker died or its env raised
             self.launched_steps -= asked  # those steps were never collected
-            self.restart_worker(f"worker {i}", error)
+            self.restart_role(f"worker {i}", error)
             self.launch(i)
             return
         with interrupts_deferred():  # a checkpoint sees the count and the transitions
@@ -222,7 +222,7 @@ class OffPolicyRun(DriverRun):
                     error, self.LEARNER, "sending weights to the evaluator"))
                 self.evaluate()
                 return
-            self.restart_worker("evaluator", error)
+            self.restart_role("evaluator", error)
             self.evaluate(weights)
             return
         self.log_evaluation(self.eval_at, self.clock(), float(np.mean(returns)),

@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
-    from rlkit.distributed.runtime.placement import Node
-
 
 #: The longest a driver waits, after killing its actors, for their processes to be gone.
 EXIT_TIMEOUT_S = 10.0
@@ -39,23 +37,23 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0].strip() if lines else ''}"
 
 
-def reachable_nodes(nodes: list[Node], handle: ActorHandle, node_id: str) -> list[Node]:
-    """``nodes`` without ``node_id`` if ``handle``'s actor, which runs there, is listed alive by
-    Ray but its node no longer answers: a machine that died silently (power, a kernel panic)
-    stays alive in Ray's node table for about 15 s more, and a replacement pinned there would
-    never start. Call it before killing the actor."""
+def silently_gone(handle: ActorHandle) -> bool:
+    """Whether ``handle``'s actor is listed alive by Ray but its node no longer answers: a
+    machine that died silently (power, a kernel panic) stays alive in Ray's node table for
+    about 15 s more, and a replacement pinned to it would never start. Ask before killing the
+    actor."""
     import ray
     from ray.exceptions import ActorUnavailableError, RayError
 
     if actor_state(handle).get("State") != "ALIVE":
-        return nodes
+        return False
     try:
         ray.get(handle.ping.remote(), timeout=2.0)
     except ActorUnavailableError:
-        return [n for n in nodes if n.node_id != node_id]
+        return True
     except (RayError, TimeoutError):  # busy, or dead in Ray's eyes too
         pass
-    return nodes
+    return False
 
 
 def node_of(handle: ActorHandle) -> str | None:

@@ -71,9 +71,9 @@ class LearnerCalls:
             del self.answers[call]
             on_answer([arrived[r] for r in range(len(self.learner_roles))])
 
-    def restart_worker(self, role: str, error: BaseException) -> None:
-        """Replace a failed worker; if it failed because a learner rank died (a node that took
-        both), restart the learner group first."""
+    def restart_role(self, role: str, error: BaseException) -> None:
+        """Replace a failed restartable role (a worker, the evaluator); if it failed because a
+        learner rank died (a node that took both), restart the learner group first."""
         try:
             self.supervisor.restart(role, error, self.env_steps)
         except RoleFailedError as lost:

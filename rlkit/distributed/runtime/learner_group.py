@@ -170,14 +170,14 @@ def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float,
 
     import ray
 
-    from rlkit.distributed.runtime.actor_state import reachable_nodes
+    from rlkit.distributed.runtime.actor_state import silently_gone
     from rlkit.distributed.runtime.placement import cluster_nodes
     from rlkit.distributed.runtime.supervisor import RoleFailedError
 
-    plan, lost, gone = supervisor.plan, getattr(error, "role", None), ""
-    if plan is not None and lost in plan.slots:  # a node that does not answer counts as gone
-        node = plan.slots[lost].node_id
-        gone = "" if reachable_nodes([plan.node(lost)], supervisor[lost], node) else node
+    plan, lost = supervisor.plan, getattr(error, "role", None)
+    gone = (plan.slots[lost].node_id  # a node that does not answer counts as gone
+            if plan is not None and lost in plan.slots and silently_gone(supervisor[lost])
+            else "")
     for role in roles:
         ray.kill(supervisor[role], no_restart=True)
     placed = [r for r in supervisor.handles if r not in roles]

@@ -264,8 +264,8 @@ def plan_resources(num_workers: int, cluster: float | Sequence[Node],
 
 
 def workers_to_fill(cluster: Sequence[Node], learners: int = 1, shards: int = 0) -> int:
-    """The number of workers that fills ``cluster`` (:func:`cluster_nodes`) with a whole CPU
-    each, beside ``learners`` learner ranks (1 CPU each) and ``shards`` (at least 1).
+    """The number of workers (at least 1) that fills ``cluster`` (:func:`cluster_nodes`) with
+    a whole CPU each, beside ``learners`` learner ranks (1 CPU each) and ``shards``.
 
     The drivers' ``num_workers`` default does not grow with the cluster on purpose: the number
     of workers changes what a run learns (Ape-X's exploration ladder, IMPALA's policy lag,

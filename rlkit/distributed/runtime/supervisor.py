@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History
 from rlkit.distributed.runtime.actor_state import (EXIT_TIMEOUT_S, actor_state, describe_error,
-                                                  node_of, nodes_of, reachable_nodes, wait_gone)
+                                                  node_of, nodes_of, silently_gone, wait_gone)
 from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
 
 if TYPE_CHECKING:  # Ray itself is imported only where it is used
@@ -46,7 +46,8 @@ class RoleFailedError(RuntimeError):
 
 
 class LearnerFailedError(RoleFailedError):
-    """The learner actor died or stopped; the message names the last checkpoint to resume."""
+    """The learner (or a rank of a learner group) died or stopped; the message names the last
+    checkpoint to resume from."""
 
 
 class Supervisor:
@@ -107,16 +108,15 @@ class Supervisor:
         return self._launch(role)
 
     def _launch(self, role: str) -> ActorHandle:
-        handle = self.factories[role](self.restarts[role])
-        self.handles[role] = handle
+        self.handles[role] = handle = self.factories[role](self.restarts[role])
         self.started.append(handle)
         return handle
 
     def restart(self, role: str, error: BaseException, env_steps: int) -> ActorHandle | None:
         """Replace a failed actor (with its next random stream) and log why. If its node is
-        gone, the replacement goes to the node with the most CPUs left, asking for what is
-        left there; if no node has room, the role is dropped (``None``; logged): the run goes
-        on without it, and the driver stops calling it.
+        gone (or does not answer), the replacement goes to the node with the most CPUs left,
+        asking for what is left there; with no room anywhere the role is dropped (``None``;
+        logged) and the run goes on without it.
 
         Raises:
             RuntimeError: if ``role`` has already been restarted ``max_restarts`` times.
@@ -127,9 +127,10 @@ class Supervisor:
         if dead:  # a worker that failed because a server died: no restart can help
             raise self.failure(error, role, "running", dead) from error
         lost = self.plan.node(role) if self.plan is not None and role in self.plan.slots else None
-        nodes = reachable_nodes(cluster_nodes(), self.handles[role], lost.node_id) if lost else []
-        ray.kill(self.handles[role], no_restart=True)  # (after asking whether its node answers)
+        gone = lost.node_id if lost and silently_gone(self.handles[role]) else ""  # ask first
+        ray.kill(self.handles[role], no_restart=True)
         if lost is not None:
+            nodes = [n for n in cluster_nodes() if n.node_id != gone]
             moved = self.plan.moved(role, nodes, [r for r in self.handles if r != role])
             if moved is None:
                 del self.handles[role]
@@ -151,10 +152,9 @@ class Supervisor:
         if n > self.max_restarts:
             raise RuntimeError(f"{role} failed {n} times; the last error: "
                                f"{describe_error(error)}. Fix: the same failure keeps coming "
-                               f"back: run the environment or evaluation alone "
-                               f"(rlkit.envs.make.make_env, "
-                               f"rlkit.envs.evaluation.evaluate_policy) to debug it, or raise "
-                               f"max_restarts.") from error
+                               f"back: run the environment or evaluation alone (rlkit.envs.make."
+                               f"make_env, rlkit.envs.evaluation.evaluate_policy) to debug it, "
+                               f"or raise max_restarts.") from error
         self.history.events.append(f"step {env_steps}: {role} failed "
                                    f"({describe_error(error)}); restarted (restart {n})")
         return self._launch(role)
@@ -238,7 +238,7 @@ class Supervisor:
                    f"after checkpoint_every updates). Fix: find the cause above and run again")
         else:
             fix = "no checkpoint was written (pass checkpoint_dir=... to keep one)"
-        cls = LearnerFailedError if culprit == "learner" else RoleFailedError
+        cls = LearnerFailedError if culprit.split(" ")[0] == "learner" else RoleFailedError
         return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
 
     def alive(self, role: str) -> bool:
