@@ -13,7 +13,8 @@ import numpy as np
 
 from rlkit.core.types import ActionKind
 
-__all__ = ["ActionKind", "check_action_space", "check_env_id", "make_env", "space_dims"]
+__all__ = ["ActionKind", "check_action_space", "check_env_id", "check_worker_env_ids", "make_env",
+           "space_dims"]
 
 
 def check_env_id(env_id: str, field: str = "env_id") -> None:
@@ -116,3 +117,31 @@ def space_dims(env: gym.Env) -> tuple[int, int]:
     space = env.action_space
     act_dim = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))
     return obs_dim, act_dim
+
+
+def check_worker_env_ids(env_ids: list[str | None] | None, num_workers: int, env_id: str,
+                         seed: int, action_kind: ActionKind, algorithm: str
+                         ) -> tuple[list[str | None], tuple[int, int]]:
+    """The env id each worker collects with (``None``: ``env_id``, which the evaluator always
+    uses), checked here, before any actor starts: one per worker, each buildable for
+    ``algorithm``, each with ``env_id``'s spaces (the workers share one network).
+
+    Returns:
+        ``(ids, (obs_dim, action_dim))``: one id or ``None`` per worker, and ``env_id``'s sizes.
+    """
+    ids = list(env_ids) if env_ids is not None else [None] * num_workers
+    if len(ids) != num_workers:
+        raise ValueError(f"worker_env_ids has {len(ids)} entries for {num_workers} workers. "
+                         f"Fix: give one id (or None) per worker.")
+    sizes: tuple[int, int] = (0, 0)
+    for each in dict.fromkeys([env_id, *[e for e in ids if e]]):
+        probe = make_env(each, seed, action_kind, algorithm)
+        each_sizes = space_dims(probe)
+        probe.close()
+        if each == env_id:
+            sizes = each_sizes
+        elif each_sizes != sizes:
+            raise ValueError(f"worker_env_ids has {each!r}, whose spaces {each_sizes} differ "
+                             f"from env_id={env_id!r}'s {sizes}: the workers share one network. "
+                             f"Fix: give ids of the same shapes.")
+    return ids, sizes

@@ -22,7 +22,7 @@ from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, Gradien
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
-from rlkit.envs.make import make_env, space_dims
+from rlkit.envs.make import check_worker_env_ids
 
 
 @dataclass(kw_only=True)
@@ -134,22 +134,10 @@ class GradientServerRun(DriverRun):
         check_a2c_args(f"train_{self.NAME.lower()}_ray", config, num_workers, max_steps, evaluate)
         budget = config.total_steps if max_steps is None else max_steps
         super().__init__(options, budget, f"{self.NAME} ({num_workers} workers)", "A2C", config)
-        self.env_ids = list(env_ids) if env_ids is not None else [None] * num_workers
-        if len(self.env_ids) != num_workers:
-            raise ValueError(f"worker_env_ids has {len(self.env_ids)} entries for "
-                             f"{num_workers} workers. Fix: give one id (or None) per worker.")
         self.plan = self.place(num_workers)
         # each env is built here, not only in an actor, so a bad id fails before any starts
-        for env_id in [e for e in dict.fromkeys([config.env_id, *self.env_ids]) if e]:
-            probe = make_env(env_id, config.seed, "discrete", "A2C")
-            sizes = space_dims(probe)
-            probe.close()
-            if env_id == config.env_id:
-                self.sizes = sizes
-            elif sizes != self.sizes:
-                raise ValueError(f"worker_env_ids has {env_id!r}, whose spaces {sizes} differ "
-                                 f"from env_id={config.env_id!r}'s {self.sizes}: the workers "
-                                 f"share one network. Fix: give ids of the same shapes.")
+        self.env_ids, self.sizes = check_worker_env_ids(env_ids, num_workers, config.env_id,
+                                                        config.seed, "discrete", "A2C")
         self.config, self.num_workers, self.evaluate_on = config, num_workers, evaluate
         self.by_worker: dict[int, int] = {}
         self.weights_ref: Any = None  # the server's latest answer: (weights, version)

@@ -192,9 +192,12 @@ class ImpalaRun(DriverRun):
 
         self.wall = self.clock()
         sup = self.supervisor
-        # the learner calls in flight end first, while fragments still come: a group's rank
-        # that found the queue closed while another took a batch would wait in its all-reduce
-        self.settle(self.learner_roles, self.options.timeout_s)
+        # a group's calls in flight end first, while fragments still come: a rank that found
+        # the queue closed while another took a batch would wait in its all-reduce. A single
+        # learner instead stops at its next batch once the queue closes (with a slow simulator
+        # its calls in flight could otherwise run for many seconds past the budget)
+        if len(self.learner_roles) > 1:
+            self.settle(self.learner_roles, self.options.timeout_s)
         self.queue = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",
                              "reading its statistics")
         sup.get(sup["trajectory queue"].close.remote(), "trajectory queue", "closing")
