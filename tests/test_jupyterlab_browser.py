@@ -1,10 +1,11 @@
-"""The series works in JupyterLab itself, as a learner uses it: a real browser runs notebook 00.
+"""The series works in JupyterLab itself, as a learner uses it: a real browser runs notebooks 00
+and 05, and measures the text of every architecture diagram in 04-06.
 
 nbval runs the notebooks through a kernel only. Here a JupyterLab server (127.0.0.1, a free
 port, a random token, its config, runtime, data, settings and workspace dirs and IPYTHONDIR in a
-temporary folder, so the user's own settings are neither read nor touched) serves a *copy* of
-``notebooks/00_ray_core.ipynb`` in a temporary folder; the file in the repository is never
-opened by JupyterLab, so it cannot be saved with outputs. Headless Chromium (Debian's
+temporary folder, so the user's own settings are neither read nor touched) serves *copies* of
+the notebooks in a temporary folder; the files in the repository are never opened by
+JupyterLab, so they cannot be saved with outputs. Headless Chromium (Debian's
 ``chromium`` package, driven by Playwright; Playwright's own browser download is not used)
 opens it, waits until the kernel is connected and idle, clicks *Run > Run All Cells*, and waits
 until the notebook's kernel is idle again and every code cell has an execution count.
@@ -37,8 +38,16 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK = REPO / "notebooks" / "00_ray_core.ipynb"
-RUN_TIMEOUT_S = 300  # notebook 00 takes about a minute on 2 cores; generous for a loaded machine
+NOTEBOOKS = REPO / "notebooks"
+#: Run All in the browser: notebook 00 (Ray's core) and one of the distributed patterns (05,
+#: about a minute under nbval; 04 and 06 take longer and use the same machinery).
+RUN_IN_BROWSER = ("00_ray_core.ipynb", "05_a3c_gradient_server.ipynb")
+RUN_TIMEOUT_S = 300  # each takes about a minute on 2 cores; generous for a loaded machine
+#: The notebooks whose Mermaid diagrams are measured, and the smallest text allowed (CSS px as
+#: drawn on the page, at the viewport below with JupyterLab's default layout).
+DIAGRAM_NOTEBOOKS = ("04_apex_prioritized_replay.ipynb", "05_a3c_gradient_server.ipynb",
+                     "06_impala_vtrace.ipynb")
+MIN_DIAGRAM_TEXT_PX = 9.0
 RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::")  # as in conftest.our_ray_processes
 
 
@@ -68,7 +77,7 @@ LAB_SETTINGS = {
 
 # One JavaScript snapshot of the open notebook, read from JupyterLab's notebook model (exposed by
 # --LabApp.expose_app_in_browser) and from the page. ``errors`` follows the docstring of
-# test_notebook_00_runs_in_jupyterlab.
+# test_notebook_runs_in_jupyterlab.
 SNAPSHOT_JS = r"""() => {
   const panel = window.jupyterapp.shell.currentWidget;
   if (!panel || !panel.content || !panel.content.model) return null;
@@ -263,9 +272,10 @@ def _run_all(page) -> None:
     item.click()
 
 
-def test_notebook_00_runs_in_jupyterlab(browser, lab):
-    """Run All Cells on notebook 00 in JupyterLab: every code cell runs, none fails, the figure
-    is shown, and the notebook's Ray cluster is gone at the end.
+@pytest.mark.parametrize("name", RUN_IN_BROWSER)
+def test_notebook_runs_in_jupyterlab(browser, lab, name):
+    """Run All Cells in JupyterLab: every code cell runs, none fails, the figures are shown,
+    and the notebook's Ray cluster is gone at the end.
 
     A failure ("error output") is any of:
 
@@ -281,10 +291,11 @@ def test_notebook_00_runs_in_jupyterlab(browser, lab):
     Other stderr text is allowed: Ray logs warnings there (e.g. that it wrote a token file).
     A run stops at the first exception, so the wait ends as soon as an error shows up.
     """
+    notebook = NOTEBOOKS / name
     expected_code_cells = sum(c["cell_type"] == "code"
-                              for c in json.loads(NOTEBOOK.read_text())["cells"])
-    shutil.copy(NOTEBOOK, lab.root / "notebooks" / NOTEBOOK.name)
-    page = _open(browser, lab, NOTEBOOK.name)
+                              for c in json.loads(notebook.read_text())["cells"])
+    shutil.copy(notebook, lab.root / "notebooks" / name)
+    page = _open(browser, lab, name)
     try:
         before = page.evaluate(SNAPSHOT_JS)
         assert before["codeCells"] == expected_code_cells and before["counted"] == 0, before
@@ -418,3 +429,60 @@ def test_a_solved_training_bar_ends_green_and_survives_save_and_reopen(browser, 
         assert "Error displaying widget" not in page.inner_text(".jp-Notebook")
     finally:
         page.close()
+
+
+# Every Mermaid diagram of the open notebook, measured. JupyterLab draws a diagram as an <img>
+# of an SVG whose viewBox is the diagram's own size, scaled to fit the cell: a wide diagram
+# shrinks its text. Each SVG is parsed again into a hidden box of the image's drawn width, so
+# that its own style sheet gives each label's font size; times the image's scale, that is the
+# label's text height on the page.
+DIAGRAM_TEXT_JS = r"""() => {
+  const found = [];
+  for (const img of document.querySelectorAll(".jp-RenderedMermaid img")) {
+    const source = decodeURIComponent(img.src.slice(img.src.indexOf(",") + 1));
+    const box = document.createElement("div");
+    box.style.cssText = "position: absolute; left: -20000px; top: 0; width: "
+        + img.getBoundingClientRect().width + "px";
+    box.innerHTML = source.slice(source.indexOf("<svg"));
+    document.body.appendChild(box);
+    const svg = box.querySelector("svg");
+    const scale = img.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const labels = [...svg.querySelectorAll(".nodeLabel, .edgeLabel, .cluster-label, text")]
+        .filter(e => e.textContent.trim() && !e.querySelector(".nodeLabel, .edgeLabel"));
+    const sized = labels.map(e => ({text: e.textContent.trim().slice(0, 40),
+                                    px: parseFloat(getComputedStyle(e).fontSize) * scale}));
+    box.remove();
+    sized.sort((a, b) => a.px - b.px);
+    found.push({width: img.getBoundingClientRect().width, scale: scale,
+                labels: sized.length, smallest: sized[0] || null});
+  }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("name", DIAGRAM_NOTEBOOKS)
+def test_every_diagram_text_is_legible_at_the_default_width(browser, lab, name):
+    """Each Mermaid diagram of notebooks 04-06, as JupyterLab draws it in a 1400 px wide window
+    with its default layout (file browser open): every label's text is at least
+    ``MIN_DIAGRAM_TEXT_PX`` high. Nothing is run: markdown renders without the kernel."""
+    notebook = NOTEBOOKS / name
+    blocks = sum("".join(c["source"]).count("```mermaid")
+                 for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "markdown")
+    assert blocks >= 1, f"{name} has no Mermaid diagram to measure"
+    shutil.copy(notebook, lab.root / "notebooks" / name)
+    page = _open(browser, lab, name)
+    try:
+        page.wait_for_function(f"""() => [...document.querySelectorAll(
+            ".jp-RenderedMermaid img")].filter(i => i.complete && i.naturalWidth > 0).length
+            >= {blocks}""")
+        diagrams = page.evaluate(DIAGRAM_TEXT_JS)
+    finally:
+        page.close()
+    assert len(diagrams) == blocks, diagrams
+    for diagram in diagrams:
+        assert diagram["labels"] >= 3, f"no labels found in a diagram of {name}: {diagram}"
+        smallest = diagram["smallest"]
+        assert smallest["px"] >= MIN_DIAGRAM_TEXT_PX, (
+            f"{name}: the label {smallest['text']!r} is drawn {smallest['px']:.1f} px high (the "
+            f"diagram, {diagram['width']:.0f} px wide, is scaled by {diagram['scale']:.2f}); "
+            f"lay it out top to bottom or shorten its widest row")
