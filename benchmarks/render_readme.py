@@ -23,6 +23,15 @@ def _load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _slow_simulator(nb06: dict) -> str:
+    """Notebook 06's closing comparison, when its results hold one."""
+    slow = nb06.get("slow_simulator")
+    if not slow:
+        return ""
+    return (f"; at {slow['sleep_seconds'] * 1e3:.0f} ms an env step Ape-X solved in "
+            f"{slow['apex_seconds']:.1f} s, IMPALA projected {slow['impala_projected_seconds']:.0f} s")
+
+
 def _fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "not measured"
@@ -97,11 +106,12 @@ def render(results: Path, timing: dict) -> str:
     if nb06:
         lines.append(
             "| [06 · IMPALA and V-trace](notebooks/06_impala_vtrace.ipynb) | actors that never "
-            "wait, a bounded queue, V-trace, policy lag, throughput vs the rollout ceiling | "
+            "wait, a bounded queue, V-trace, policy lag, throughput vs the rollout ceiling; the "
+            "four patterns side by side, and when to use which | "
             f"{_fmt_time(runtimes.get('06_impala_vtrace.ipynb'))} | greedy eval "
             f"{nb06['eval_return']:.0f} at {nb06['env_steps']:,} env steps, "
             f"{nb06['wall_seconds']:.1f} s; learner consumed "
-            f"{nb06['efficiency_vs_ceiling']:.2f}x the rollout ceiling |")
+            f"{nb06['efficiency_vs_ceiling']:.2f}x the rollout ceiling{_slow_simulator(nb06)} |")
     nb07 = _load(results / "07_cluster.json")
     if nb07:
         def solved(outcome: dict) -> str:
