@@ -28,8 +28,9 @@ def _slow_simulator(nb06: dict) -> str:
     slow = nb06.get("slow_simulator")
     if not slow:
         return ""
-    return (f"; at {slow['sleep_seconds'] * 1e3:.0f} ms an env step Ape-X solved in "
-            f"{slow['apex_seconds']:.1f} s, IMPALA projected {slow['impala_projected_seconds']:.0f} s")
+    seconds = slow["seconds_to_solve"]
+    return (f"; at {slow['sleep_seconds'] * 1e3:.0f} ms an env step, projected seconds to solve: "
+            + ", ".join(f"{name} {s['slow_projected']:.0f}" for name, s in seconds.items()))
 
 
 def _fmt_time(seconds: float | None) -> str:

@@ -12,8 +12,7 @@ from conftest import wait_until_no_actors
 ray = pytest.importorskip("ray")
 
 from rlkit.algos.a2c import A2CConfig  # noqa: E402
-from rlkit.algos.apex import ApexConfig, ApexDDPG, ApexDQN  # noqa: E402
-from rlkit.algos.ddpg import DDPGConfig  # noqa: E402
+from rlkit.algos.apex import ApexConfig, ApexDQN  # noqa: E402
 from rlkit.algos.dqn import DQNConfig, DQNLearner  # noqa: E402
 from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
@@ -145,13 +144,6 @@ CASES = [
     ("A3C env ids for the wrong worker count", lambda ck: train_a3c_ray(
         A2CConfig(), num_workers=2, worker_env_ids=["CartPole-v1"]), ValueError,
      r"worker_env_ids has 1 entries for 2 workers. Fix:"),
-    ("Ape-X env ids for the wrong worker count", lambda ck: train_apex_ray(
-        ApexDQN(DQNConfig(), ApexConfig()), worker_env_ids=["CartPole-v1"]), ValueError,
-     r"worker_env_ids has 1 entries for 2 workers. Fix:"),
-    ("Ape-X DDPG worker on a discrete env", lambda ck: train_apex_ray(
-        ApexDDPG(DDPGConfig(), ApexConfig()), worker_env_ids=[None, "CartPole-v1"]),
-     ValueError, r"Ape-X DDPG needs a continuous \(1-D Box\) action space, but CartPole-v1 has "
-     r"Discrete.*Fix:"),
     ("IMPALA with more workers than the cluster holds", lambda ck: train_impala_ray(
         IMPALAConfig(num_workers=40)), ValueError,
      r"num_workers=40 is too many for a cluster of 1 node of 2 CPUs.*Fix: use at most 20 workers"),

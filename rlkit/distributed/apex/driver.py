@@ -33,7 +33,7 @@ from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
-from rlkit.envs.make import check_worker_env_ids, make_env, space_dims
+from rlkit.envs.make import make_env, space_dims
 from rlkit.replay.memory import check_buffer_memory, replay_bytes
 from rlkit.train.checkpoint import Checkpoint, updates_owed
 
@@ -59,8 +59,7 @@ class ApexResult(RunResult):
     solved_at_seconds: float | None = None
 
 
-def train_apex_ray(algo: ApexAlgorithm, worker_env_ids: list[str | None] | None = None,
-                   **options: Any) -> ApexResult:
+def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
     """Train ``algo`` (``ApexDQN`` or ``ApexDDPG``) with Ape-X on the running Ray cluster.
 
     Stops at the first evaluation reaching ``config.target_return`` or after
@@ -68,8 +67,6 @@ def train_apex_ray(algo: ApexAlgorithm, worker_env_ids: list[str | None] | None 
 
     Args:
         algo: The algorithm with its config and its :class:`~rlkit.algos.apex.ApexConfig`.
-        worker_env_ids: Optional env id per worker (``None``: ``config.env_id``, which the
-            evaluator always uses), e.g. a slow simulator for the workers alone.
         options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
             ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
             ``checkpoint_every`` (default 2000 updates), ``resume_from``); the roles are
@@ -87,7 +84,7 @@ def train_apex_ray(algo: ApexAlgorithm, worker_env_ids: list[str | None] | None 
     """
     require_instance("train_apex_ray", "algo", algo, (ApexDQN, ApexDDPG),
                      "train_apex_ray(ApexDQN(DQNConfig(...), ApexConfig(...)))")
-    return ApexRun(algo, build(RunOptions, "train_apex_ray", options), worker_env_ids).run()
+    return ApexRun(algo, build(RunOptions, "train_apex_ray", options)).run()
 
 
 class ApexRun(DriverRun):
@@ -96,8 +93,7 @@ class ApexRun(DriverRun):
     CHECKPOINT_EVERY = 2_000
     LEARNER_GROUPS = LEARNER_RESTARTS = True  # the replay lives in the shards: none is lost
 
-    def __init__(self, algo: ApexAlgorithm, options: RunOptions,
-                 worker_env_ids: list[str | None] | None = None) -> None:
+    def __init__(self, algo: ApexAlgorithm, options: RunOptions) -> None:
         super().__init__(options, algo.config.total_steps, algo.name, algo.name, algo.config)
         self.algo, self.cfg, self.apex = algo, algo.config, algo.apex
         if self.cfg.batch_size % options.num_learners:
@@ -108,9 +104,6 @@ class ApexRun(DriverRun):
         if self.apex.num_shards > cluster_cpus:
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
                              f"{cluster_cpus:g} CPUs. Fix: use num_shards <= {int(cluster_cpus)}.")
-        self.env_ids, _ = check_worker_env_ids(worker_env_ids, self.apex.num_workers,
-                                               self.cfg.env_id, self.cfg.seed, algo.action_kind,
-                                               algo.name)
         env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
         self.obs_dim, self.act_dim = space_dims(env)[0], algo.replay_action_dim(env)
         env.close()
@@ -161,8 +154,7 @@ class ApexRun(DriverRun):
                                             rank, world))
         for i in range(apex.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ApexWorker).options(
-                **sup.options(f"worker {i}")).remote(algo, i, channel, shards, r,
-                                                    self.env_ids[i]))
+                **sup.options(f"worker {i}")).remote(algo, i, channel, shards, r))
         sup.start("evaluator", lambda r: ray.remote(Evaluator).options(
             **sup.options("evaluator")).remote(algo))
         timeout = max(STARTUP_TIMEOUT_S, timeout)

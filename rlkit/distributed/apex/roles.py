@@ -64,18 +64,17 @@ class ApexWorker:
         weights: Channel to the parameter server (publishes the learner's priority weights).
         shards: Where the transitions go.
         restart: Which incarnation of this worker this is (fresh random stream each time).
-        env_id: Overrides ``config.env_id`` (e.g. a slow simulator; same spaces).
     """
 
     def __init__(self, algo: ApexAlgorithm, worker_index: int, weights: WeightsChannel,
-                 shards: ShardClient, restart: int = 0, env_id: str | None = None) -> None:
+                 shards: ShardClient, restart: int = 0) -> None:
         torch.set_num_threads(1)
         apex = algo.apex
         self.index, self.weights, self.shards = worker_index, weights, shards
         self.shard = worker_index % apex.num_shards
         seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
-        self.runner = EnvRunner(env_id or algo.config.env_id, seed, algo.action_kind, algo.name,
+        self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name,
                                 apex.envs_per_worker)
         env = self.runner.env
         rungs = algo.ladder(apex.num_workers * apex.envs_per_worker)
