@@ -15,6 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
+from benchmarks.lunar import readme_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
@@ -186,6 +188,9 @@ def render(results: Path, timing: dict) -> str:
                        f"{s['median_seconds_to_solve']:.1f} ({s['range_seconds_to_solve'][0]:.1f}-"
                        f"{s['range_seconds_to_solve'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
         out += [""]
+    lunar = _load(bench / "lunar.json")
+    if lunar:
+        out += readme_lines(lunar)
     if rollout:
         out += ["**`make bench` rollout throughput** (learner off; ceiling = the same 8-env loop in "
                 "one process):", "", "| run | env steps/s | efficiency vs k x ceiling |",

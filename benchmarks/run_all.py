@@ -2,8 +2,10 @@
 
     python -m benchmarks.run_all [--quick]
 
-Full: about 25 minutes on a 2-core CPU (five seeds per algorithm for time-to-solve; the lever
-study, `python -m benchmarks.levers`, is run on its own: about 30 minutes per algorithm).
+Full: about 25 minutes on a 2-core CPU (five seeds per algorithm for time-to-solve), plus
+`benchmarks.lunar`, SAC on LunarLanderContinuous for 3 seeds, which takes tens of minutes a seed
+on 2 cores (its JSON records each run's minutes). The lever study, `python -m benchmarks.levers`,
+is run on its own: about 30 minutes per algorithm.
 ``--quick``: shorter measurement windows and one SAC seed for time-to-solve, about 3 minutes;
 for checking that the harness works, not for quoting numbers. It writes to
 ``benchmarks/results/quick/`` (not committed), so it never replaces the full run's figures.
@@ -29,11 +31,12 @@ def main() -> None:
                  ["benchmarks.time_to_solve", "--algos", "sac", "--seeds", "0"],
                  ["benchmarks.a3c", "--seeds", "0"],
                  ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"],
-                 ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"]]
+                 ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"],
+                 ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
                  ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
-                 ["benchmarks.apex"], ["benchmarks.render_readme"]]
+                 ["benchmarks.apex"], ["benchmarks.lunar"], ["benchmarks.render_readme"]]
     env = dict(os.environ)
     if args.quick:
         from benchmarks.common import QUICK_RESULTS

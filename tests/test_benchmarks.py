@@ -28,3 +28,26 @@ def test_weight_sync_benchmark_writes_json(tmp_path):
         assert entry["bytes"] > 0 and entry["total_ms_median"] > 0
         assert entry["blocking_total_ms_median"] > 0
     assert (committed.read_bytes() if committed.exists() else None) == before
+
+
+def test_lunar_settings_build_the_task_and_render_a_result():
+    """benchmarks/lunar.py's settings are valid and its env is installed (Box2D, from the
+    requirements); a hand-made result renders as the README's rows, an unsolved seed as "-".
+    (The benchmark itself takes tens of minutes a seed: `make bench`, not `make test`.)"""
+    from benchmarks.lunar import LUNAR, readme_lines
+    from rlkit.envs.make import make_env, space_dims
+
+    env = make_env(LUNAR.env_id, LUNAR.seed, "continuous", "SAC")
+    assert space_dims(env) == (8, 2)
+    env.close()
+    assert LUNAR.target_return == 200.0 and LUNAR.eval_episodes == 10
+    run = {"solved": True, "steps_to_solve": 150_000, "minutes_to_solve": 27.5,
+           "learner_updates_per_second": 101.2, "device": "cpu", "eval_return": 231.4}
+    data = {"machine": {"cpu": "a CPU", "logical_cores": 2, "gpu": None},
+            "summary": {"seeds": 2, "solved": 1, "workers": 2, "total_steps": 200_000},
+            "runs": {"0": run, "1": {**run, "solved": False, "steps_to_solve": None,
+                                     "minutes_to_solve": None, "eval_return": 120.0}}}
+    lines = readme_lines(data)
+    assert "solved in 1 of 2 seeds" in lines[0] and "budget 200,000 env steps" in lines[0]
+    assert lines[4] == "| 0 | True | 150,000 | 27.5 | 101 (cpu) | 231 |"
+    assert lines[5] == "| 1 | False | - | - | 101 (cpu) | 120 |"
