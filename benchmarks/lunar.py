@@ -18,7 +18,7 @@ import statistics
 import time
 
 from benchmarks.common import write_result
-from rlkit.algos.sac import LUNAR_LANDER as LUNAR
+from rlkit.algos.sac import LUNAR_LANDER
 from rlkit.core.common import config_dict
 
 
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None,
                         help="rollout workers (default: the cluster's CPUs minus the learner's, "
                              "at least 2)")
-    parser.add_argument("--total-steps", type=int, default=LUNAR.total_steps)
+    parser.add_argument("--total-steps", type=int, default=LUNAR_LANDER.total_steps)
     parser.add_argument("--name", default="lunar", help="results/<name>.json")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -62,7 +62,8 @@ def main() -> None:
     runs = {}
     try:
         for seed in seeds:
-            config = dataclasses.replace(LUNAR, seed=seed, total_steps=args.total_steps)
+            config = dataclasses.replace(LUNAR_LANDER, seed=seed,
+                                         total_steps=args.total_steps)
             begin = time.perf_counter()
             r = train_sac_ray(config, num_workers=workers, progress=bool(os.isatty(1)))
             history = r.history
@@ -79,7 +80,7 @@ def main() -> None:
                   flush=True)
             # written after every seed: a run of tens of minutes a seed keeps what it finished
             write_result(args.name, {"summary": summarize(runs, workers, cpus, args.total_steps),
-                                     "config": config_dict(LUNAR), "runs": runs})
+                                     "config": config_dict(LUNAR_LANDER), "runs": runs})
     finally:
         ray.shutdown()
 

@@ -6,7 +6,8 @@ Full: about 25 minutes on a 2-core CPU (five seeds per algorithm for time-to-sol
 `benchmarks.lunar`, SAC on LunarLanderContinuous for 3 seeds, which takes tens of minutes a seed
 on 2 cores (its JSON records each run's minutes). The lever study, `python -m benchmarks.levers`,
 is run on its own: about 30 minutes per algorithm.
-``--quick``: shorter measurement windows and one SAC seed for time-to-solve, about 3 minutes;
+``--quick``: shorter measurement windows and one SAC seed for time-to-solve, about 3 minutes,
+plus a 12,000-step LunarLander run (26 s measured);
 for checking that the harness works, not for quoting numbers. It writes to
 ``benchmarks/results/quick/`` (not committed), so it never replaces the full run's figures.
 """

@@ -34,13 +34,14 @@ def test_lunar_settings_build_the_task_and_render_a_result():
     """benchmarks/lunar.py's settings are valid and its env is installed (Box2D, from the
     requirements); a hand-made result renders as the README's rows, an unsolved seed as "-".
     (The benchmark itself takes tens of minutes a seed: `make bench`, not `make test`.)"""
-    from benchmarks.lunar import LUNAR, readme_lines
+    from benchmarks.lunar import readme_lines
+    from rlkit.algos.sac import LUNAR_LANDER
     from rlkit.envs.make import make_env, space_dims
 
-    env = make_env(LUNAR.env_id, LUNAR.seed, "continuous", "SAC")
+    env = make_env(LUNAR_LANDER.env_id, LUNAR_LANDER.seed, "continuous", "SAC")
     assert space_dims(env) == (8, 2)
     env.close()
-    assert LUNAR.target_return == 200.0 and LUNAR.eval_episodes == 10
+    assert LUNAR_LANDER.target_return == 200.0 and LUNAR_LANDER.eval_episodes == 10
     run = {"solved": True, "steps_to_solve": 150_000, "minutes_to_solve": 27.5,
            "learner_updates_per_second": 101.2, "device": "cpu", "eval_return": 231.4}
     data = {"machine": {"cpu": "a CPU", "logical_cores": 2, "gpu": None},
