@@ -21,13 +21,14 @@ from rlkit.algos.apex import ApexConfig
 from rlkit.algos.ddpg import DDPGConfig
 from rlkit.algos.dqn import DQNConfig
 from rlkit.algos.impala import IMPALAConfig
+from rlkit.algos.ppo import PPOConfig
 from rlkit.algos.sac import SACConfig
 from rlkit.core.validation import RULE, Rule
 from rlkit.distributed.off_policy.options import RayOptions
 from rlkit.distributed.runtime.options import RunOptions
 
-CONFIGS = [DQNConfig, SACConfig, DDPGConfig, A2CConfig, IMPALAConfig, ApexConfig, RunOptions,
-           RayOptions]
+CONFIGS = [DQNConfig, SACConfig, DDPGConfig, A2CConfig, IMPALAConfig, PPOConfig, ApexConfig,
+           RunOptions, RayOptions]
 
 
 def hostile_values(rule: Rule) -> list:

@@ -120,12 +120,18 @@ def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: Any,
 
 def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.ndarray,
                      truncations: np.ndarray, final_values: np.ndarray,
-                     last_values: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+                     last_values: np.ndarray, gamma: float, lam: float = 1.0
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """N-step returns and advantages of a fragment, computed backwards in time.
 
     ``R_t = r_t`` if step ``t`` terminated; ``r_t + gamma * V(final obs)`` if it was truncated
     (a time limit: the real final observation is not terminal, so it bootstraps); else
     ``r_t + gamma * R_{t+1}``, with ``R_T = V(s_T)``, the value after the fragment.
+
+    With ``lam < 1`` (PPO's GAE, notebook 08) the step after ``t`` is worth the mix
+    ``lam * R_{t+1} + (1 - lam) * V(s_{t+1})`` instead of ``R_{t+1}``: ``R_t`` is then the
+    lambda-return and ``R_t - V(s_t)`` the GAE(lambda) advantage
+    ``sum_k (gamma * lam)^k delta_{t+k}``; ``lam = 0`` gives the one-step TD target.
 
     Args:
         rewards: ``(T, N)``.
@@ -136,6 +142,7 @@ def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.n
             only there).
         last_values: ``(N,)`` ``V(s_T)`` of the observation after the fragment.
         gamma: Discount.
+        lam: GAE's lambda in ``[0, 1]``; 1 (the default) is the plain n-step return.
 
     Returns:
         ``(returns (T, N), advantages (T, N))``, ``advantages = returns - values``.
@@ -149,8 +156,15 @@ def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.n
         term, trunc = terminations[t] > 0, truncations[t] > 0
         following = np.where(trunc, final_values[t], following)
         returns[t] = rewards[t] + gamma * np.where(term, 0.0, following)
-        following = returns[t]
+        following = lam * returns[t] + (1.0 - lam) * values[t]
     return returns, returns - values
+
+
+def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """``(A - mean(A)) / (std(A) + 1e-8)`` over ``(B,)`` advantages (unchanged if ``B < 2``)."""
+    if advantages.numel() < 2:
+        return advantages
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
 
 def policy_loss(log_probs: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
@@ -253,8 +267,8 @@ class A2CLearner(ActorCriticState):
             fragment.truncations, next_values, next_values[-1], cfg.gamma)
         real = torch.as_tensor(~fragment.resets.reshape(-1))
         adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)[real]
-        if cfg.normalize_advantages and adv_t.numel() > 1:
-            adv_t = (adv_t - adv_t.mean()) / (adv_t.std() + 1e-8)
+        if cfg.normalize_advantages:
+            adv_t = normalize_advantages(adv_t)
         loss, self.last_metrics = a2c_loss(
             logits[real], values[real], torch.as_tensor(fragment.actions.reshape(-1))[real],
             torch.as_tensor(returns.reshape(-1), dtype=torch.float32)[real], adv_t,

@@ -124,6 +124,19 @@ def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
             for n in names}
 
 
+@torch.no_grad()
+def next_state_values(net: ActorCritic, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(T, M)`` ``V(next_obs)`` where a return needs it: after the last row (the bootstrap
+    value) and where a time limit truncated the episode (its real final observation); 0
+    elsewhere, where the next row's value serves."""
+    T, M = batch["actions"].shape
+    next_values = torch.zeros(T, M)
+    rows = batch["truncations"] > 0
+    rows[-1] = True
+    next_values[rows] = net.critic(batch["next_obs"][rows]).squeeze(-1)
+    return next_values
+
+
 def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALAConfig
                 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Policy-gradient, value and entropy losses on a time-major batch.
@@ -147,11 +160,7 @@ def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALA
     log_probs_all = F.log_softmax(logits, dim=-1)
     target_log_probs = log_probs_all.gather(1, batch["actions"].reshape(-1, 1)).reshape(T, M)
     values = values.reshape(T, M)
-    with torch.no_grad():  # V of next_obs is needed only after the last step and truncations
-        next_values = torch.zeros(T, M)
-        rows = batch["truncations"] > 0
-        rows[-1] = True
-        next_values[rows] = net.critic(batch["next_obs"][rows]).squeeze(-1)
+    next_values = next_state_values(net, batch)
     discounts = config.gamma * (1.0 - batch["terminations"])
     behaviour = batch["log_probs"]
     if config.use_vtrace:
