@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from benchmarks.lunar import readme_lines
+from benchmarks.ppo import readme_lines as ppo_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -131,6 +132,19 @@ def render(results: Path, timing: dict) -> str:
             f"x the updates/s of 1; {solved(nb07['worker_node_loss'])} after losing a worker's "
             f"node, {solved(lost)} after losing a learner's (group restarted in "
             f"{lost['restart_seconds']:.1f} s) |")
+    nb08 = _load(results / "08_ppo.json")
+    if nb08:
+        solved_1p = sum(r["solved"] for r in nb08["one_process"].values())
+        lines.append(
+            "| [08 · PPO and APPO](notebooks/08_ppo_appo.ipynb) | why policy-gradient steps "
+            "stay small, the clipped surrogate, GAE(lambda), epochs over one batch; PPO on Ray "
+            "(synchronous) and APPO (asynchronous, V-trace) on notebook 06's roles | "
+            f"{_fmt_time(runtimes.get('08_ppo_appo.ipynb'))} | one process: {solved_1p}/"
+            f"{len(nb08['one_process'])} seeds solved; PPO on Ray greedy eval "
+            f"{nb08['eval_return']:.0f} at {nb08['env_steps']:,} env steps, "
+            f"{nb08['wall_seconds']:.1f} s; APPO {nb08['appo_eval_return']:.0f} at "
+            f"{nb08['appo_env_steps']:,}, {nb08['appo_wall_seconds']:.1f} s (mean policy lag "
+            f"{nb08['appo_policy_lag_mean']:.2f}) |")
     out = lines + [""]
     if timing:
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
@@ -188,6 +202,9 @@ def render(results: Path, timing: dict) -> str:
                        f"{s['median_seconds_to_solve']:.1f} ({s['range_seconds_to_solve'][0]:.1f}-"
                        f"{s['range_seconds_to_solve'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
         out += [""]
+    ppo = _load(bench / "ppo.json")
+    if ppo:
+        out += ppo_lines(ppo)
     lunar = _load(bench / "lunar.json")
     if lunar:
         out += readme_lines(lunar)

@@ -33,11 +33,13 @@ def main() -> None:
                  ["benchmarks.a3c", "--seeds", "0"],
                  ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"],
                  ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"],
+                 ["benchmarks.ppo", "--seeds", "0", "--ray-seeds", "0"],
                  ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
                  ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
-                 ["benchmarks.apex"], ["benchmarks.lunar"], ["benchmarks.render_readme"]]
+                 ["benchmarks.apex"], ["benchmarks.ppo"], ["benchmarks.lunar"],
+                 ["benchmarks.render_readme"]]
     env = dict(os.environ)
     if args.quick:
         from benchmarks.common import QUICK_RESULTS

@@ -52,3 +52,24 @@ def test_lunar_settings_build_the_task_and_render_a_result():
     assert "solved in 1 of 2 seeds" in lines[0] and "budget 200,000 env steps" in lines[0]
     assert lines[4] == "| 0 | True | 150,000 | 27.5 | 101 (cpu) | 231 |"
     assert lines[5] == "| 1 | False | - | - | 101 (cpu) | 120 |"
+
+
+def test_ppo_benchmark_summarizes_solved_seeds_and_renders_them(monkeypatch):
+    """benchmarks/ppo.py: medians and ranges over the solved seeds only; a variant that solved
+    none renders as "-"; Stable-Baselines3's run is skipped, not faked, where it is missing."""
+    from benchmarks.ppo import readme_lines, run_sb3, summarize
+
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # as if not installed
+    assert run_sb3(0, 5_000, 20, 475.0) is None
+
+    runs = {"0": {"solved": True, "steps_to_solve": 10_000, "seconds_to_solve": 2.0},
+            "1": {"solved": True, "steps_to_solve": 20_000, "seconds_to_solve": 5.0},
+            "2": {"solved": False, "steps_to_solve": None, "seconds_to_solve": None}}
+    s = summarize(runs)
+    assert s["solved"] == 2 and s["seeds"] == 3
+    assert s["median_steps_to_solve"] == 15_000 and s["range_seconds_to_solve"] == [2.0, 5.0]
+    none = summarize({"0": runs["2"]})
+    assert none["solved"] == 0 and none["median_seconds_to_solve"] is None
+    lines = readme_lines({"summary": {"ppo_1_process": s, "appo_ray": none}})
+    assert lines[4] == "| rlkit PPO, one process | 2/3 | 15,000 (10,000-20,000) | 3.5 (2.0-5.0) |"
+    assert lines[5] == "| rlkit APPO on Ray (asynchronous, V-trace) | 0/1 | - | - |"

@@ -92,8 +92,9 @@ def test_one_epoch_one_minibatch_is_the_a2c_update():
     advantages are A2C's n-step ones: the same batch gives the same weights after the step."""
     a2c_config = A2CConfig(envs_per_worker=4, n_steps=32, gamma=0.97, learning_rate=3e-3,
                            entropy_coef=0.01)
-    config = PPOConfig(envs_per_worker=4, n_steps=32, gamma=0.97, learning_rate=3e-3,
-                       entropy_coef=0.01, gae_lambda=1.0, epochs=1, minibatch_size=128,
+    config = PPOConfig(num_workers=1, batch_fragments=1, envs_per_worker=4, unroll_length=32,
+                       gamma=0.97, learning_rate=3e-3, entropy_coef=0.01, gae_lambda=1.0,
+                       epochs=1, minibatch_size=128,
                        value_coef=a2c_config.value_coef,
                        max_grad_norm=a2c_config.max_grad_norm)
     runner = EnvRunner("CartPole-v1", 3, "discrete", "test", 4)
@@ -106,7 +107,7 @@ def test_one_epoch_one_minibatch_is_the_a2c_update():
     assert fragment.terminations.any() and fragment.resets.any()  # episode ends inside
     before = a2c.get_weights()
     a2c.apply_gradient(a2c.compute_gradient(fragment))
-    ppo.learn([fragment])
+    ppo.update([fragment])
     after_a2c, after_ppo = a2c.get_weights(), ppo.get_weights()
     for name in before:
         assert not np.allclose(after_a2c[name], before[name])
@@ -116,7 +117,8 @@ def test_one_epoch_one_minibatch_is_the_a2c_update():
 
 def test_without_the_clip_epochs_move_the_policy_ever_further_with_it_they_do_not():
     runner = EnvRunner("CartPole-v1", 5, "discrete", "test", 8)
-    base = PPOConfig(envs_per_worker=8, n_steps=32, minibatch_size=64, learning_rate=3e-3)
+    base = PPOConfig(num_workers=1, batch_fragments=1, envs_per_worker=8, unroll_length=32,
+                     minibatch_size=64, learning_rate=3e-3)
     first = PPOLearner(runner.obs_dim, runner.action_dim, base)
     fragment = runner.run(32, sampling_policy(first.net, np.random.default_rng(1)),
                           fixed_length=True)
@@ -126,7 +128,7 @@ def test_without_the_clip_epochs_move_the_policy_ever_further_with_it_they_do_no
         for clip in (0.2, 1e6):  # 1e6: no ratio ever reaches the clip
             learner = PPOLearner(runner.obs_dim, runner.action_dim,
                                  dataclasses.replace(base, epochs=epochs, clip=clip))
-            kl[epochs, clip] = learner.learn([fragment])["approx_kl"]
+            kl[epochs, clip] = learner.update([fragment])["approx_kl"]
             assert learner.updates == 1 and learner.sgd_steps == epochs * 4
     assert kl[1, 1e6] < kl[4, 1e6] < kl[10, 1e6]  # the same batch, reused: ever further
     assert max(kl[e, 0.2] for e in (1, 4, 10)) < 0.05  # the clip holds it near pi_old
@@ -136,7 +138,8 @@ def test_without_the_clip_epochs_move_the_policy_ever_further_with_it_they_do_no
 @pytest.mark.parametrize("field, value, words", [
     ("clip", 0.0, "clip"), ("clip", -0.1, "clip"), ("epochs", 0, "epochs"),
     ("gae_lambda", 1.5, "gae_lambda"), ("gae_lambda", -0.1, "gae_lambda"),
-    ("minibatch_size", 257, "larger than one batch")])
+    ("minibatch_size", 257, "larger than one batch"),
+    ("batch_fragments", 3, "multiple of num_workers")])
 def test_config_rejects_bad_values_naming_the_field(field, value, words):
     with pytest.raises(ValueError, match=words) as err:
         PPOConfig(**{field: value})
@@ -147,8 +150,8 @@ def test_train_ppo_is_reproducible_and_counts_its_steps():
     config = PPOConfig(total_steps=1_500, eval_every=1_000, eval_episodes=2, seed=4)
     first, second = train_ppo(config), train_ppo(config)
     assert first.env_steps >= 1_500 and len(first.history.eval_steps) == 2
-    assert first.updates == len(first.approx_kl) == len(first.batch_steps)
-    assert first.sgd_steps >= first.updates * config.epochs
+    assert first.updates == len(first.diagnostics["approx_kl"])
+    assert all(kl >= 0 for kl in first.diagnostics["approx_kl"])
     for name, value in first.weights.items():
         np.testing.assert_array_equal(value, second.weights[name])
     assert first.history.eval_returns == second.history.eval_returns

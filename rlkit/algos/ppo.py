@@ -1,11 +1,15 @@
 """PPO (Schulman et al., 2017): the clipped surrogate objective over GAE(lambda) advantages,
-with several epochs of minibatch SGD over each batch of fragments.
+with several epochs of minibatch SGD over each batch of fragments; and APPO, the same learner
+fed by IMPALA's asynchronous workers, with V-trace targets.
 
-Most of it is A2C's (:mod:`rlkit.algos.a2c`): the network (:class:`ActorCritic`), the acting
-policy, the value and entropy terms, advantage normalisation, and the returns (GAE is
-:func:`nstep_advantages` with ``lam < 1``). What PPO adds is the surrogate
-(:func:`clipped_surrogate`) and reusing one batch for ``epochs`` passes, which the clip makes
-safe. The learner is plain torch: :func:`rlkit.train.ppo.train_ppo` runs it in one process.
+Most of it is A2C's and IMPALA's: the network (:class:`ActorCritic`), the acting policy, the
+value and entropy terms, advantage normalisation, the returns (GAE is :func:`nstep_advantages`
+with ``lam < 1``), V-trace, and every setting of :class:`IMPALAConfig`, which
+:class:`PPOConfig` extends. What PPO adds is the surrogate (:func:`clipped_surrogate`) and
+reusing one batch for ``epochs`` passes, which the clip makes safe. The learner is plain torch
+and has :class:`VTraceLearner`'s interface, so IMPALA's loops run it unchanged:
+:func:`rlkit.train.ppo.train_ppo` in one process, the actor-learner queue driver under Ray
+(synchronous: PPO; asynchronous: APPO).
 """
 
 from __future__ import annotations
@@ -21,59 +25,84 @@ from torch import nn
 
 from rlkit.algos.a2c import (ActorCritic, ActorCriticState, entropy, normalize_advantages,
                              nstep_advantages, value_loss)
-from rlkit.algos.impala import next_state_values, stack_fragments
+from rlkit.algos.impala import IMPALAConfig, VTraceLearner, next_state_values, stack_fragments
+from rlkit.algos.vtrace import vtrace
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
-from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
-                                   text)
-from rlkit.envs.make import check_env_id
+from rlkit.core.validation import fail, flag, integer, number
 from rlkit.envs.runner import Fragment
 
 
 @dataclass(frozen=True)
-class PPOConfig(Validated):
-    """Settings of a PPO run on a discrete-action environment; the defaults are notebook 08's
-    CartPole-v1 settings (the same for every seed). Invalid values raise ``ValueError`` naming
-    the field and the fix.
+class PPOConfig(IMPALAConfig):
+    """Settings of a PPO or APPO run: every :class:`IMPALAConfig` setting (workers, fragments,
+    the queue, the coefficients), PPO's defaults for them, and PPO's own. Invalid values raise
+    ``ValueError`` naming the field and the fix.
 
-    One batch is ``n_steps`` steps of each of ``envs_per_worker`` environments (per worker);
-    the learner makes ``epochs`` passes over it in shuffled minibatches of ``minibatch_size``
-    real steps, then the policy acts again with the new weights.
+    One batch is ``batch_fragments`` fragments of ``unroll_length`` steps of
+    ``envs_per_worker`` environments; the learner makes ``epochs`` passes over its real steps,
+    each in ``ceil(steps_per_batch / minibatch_size)`` shuffled minibatches, then publishes.
+    ``synchronous=True`` (the default) is PPO: every fragment of a batch was collected by the
+    weights being trained. ``synchronous=False`` is APPO: workers never wait, fragments arrive
+    a few versions old, and ``use_vtrace=True`` corrects the targets for it. The defaults are
+    notebook 08's CartPole-v1 settings (the same for every seed); in one process the
+    ``num_workers`` runners are stepped in turn.
     """
 
-    env_id: str = text("CartPole-v1")
-    seed: int = integer(0, 0, SEED_MAX)
-    envs_per_worker: int = integer(8, 1)  # N: environments per worker, stepped in lockstep
-    n_steps: int = integer(32, 1)  # T: steps per env in one batch
-    epochs: int = integer(10, 1)  # passes of SGD over each batch
-    minibatch_size: int = integer(64, 1)  # real steps per SGD step
-    clip: float = number(0.2, above=0)  # the surrogate's ratio stays in [1 - clip, 1 + clip]
+    num_workers: int = integer(2, 1)
+    envs_per_worker: int = integer(4, 1)
+    unroll_length: int = integer(32, 1)
+    batch_fragments: int = integer(2, 1)
+    queue_size: int = integer(4, 1)
     gamma: float = number(0.98, at_least=0, below=1)
-    gae_lambda: float = number(0.8, at_least=0, at_most=1)
-    learning_rate: float = number(1e-3, above=0)  # Adam
     entropy_coef: float = number(0.0, at_least=0)
-    value_coef: float = number(0.5, at_least=0)
     max_grad_norm: float = number(0.5, above=0)
+    use_vtrace: bool = flag(False)  # APPO: V-trace targets and advantages instead of GAE
+    synchronous: bool = flag(True)  # False: APPO
+    total_steps: int = integer(100_000, 1)
+    eval_every: int = integer(5_000, 1)
+    epochs: int = integer(10, 1)  # passes of SGD over each batch
+    minibatch_size: int = integer(64, 1)  # env steps per SGD step (the grid's, reset rows too)
+    clip: float = number(0.2, above=0)  # the ratio counts only inside [1 - clip, 1 + clip]
+    gae_lambda: float = number(0.8, at_least=0, at_most=1)  # GAE's lambda (not with V-trace)
     normalize_advantages: bool = flag(True)  # per minibatch
-    hidden: tuple[int, ...] = layers((64, 64))
-    total_steps: int = integer(100_000, 1)  # env-step budget; stops earlier once solved
-    eval_every: int = integer(5_000, 1)  # env steps between greedy evaluations
-    eval_episodes: int = integer(20, 1)
-    target_return: float | None = number(475.0, optional=True)
-    torch_threads: int = integer(1, 1)
 
     def check(self) -> None:
-        check_env_id(self.env_id)
+        super().check()
         if self.minibatch_size > self.steps_per_batch:
             fail("minibatch_size", self.minibatch_size, f"is larger than one batch "
-                 f"(n_steps * envs_per_worker = {self.steps_per_batch} env steps), so no "
-                 "minibatch could be filled", f"use minibatch_size <= {self.steps_per_batch}, "
-                 f"e.g. {max(1, self.steps_per_batch // 4)} (four minibatches per epoch)")
+                 f"(batch_fragments * unroll_length * envs_per_worker = {self.steps_per_batch}"
+                 " env steps), so no minibatch could be filled",
+                 f"use minibatch_size <= {self.steps_per_batch}, e.g. "
+                 f"{max(1, self.steps_per_batch // 4)} (four minibatches per epoch)")
 
     @property
     def steps_per_batch(self) -> int:
-        """Env steps one worker collects per batch: ``n_steps * envs_per_worker``."""
-        return self.n_steps * self.envs_per_worker
+        """Env steps (reset rows included) in one batch: ``batch_fragments * unroll_length *
+        envs_per_worker``."""
+        return self.batch_fragments * self.steps_per_fragment
+
+    @property
+    def minibatches(self) -> int:
+        """SGD steps per epoch, the same on every rank of a learner group (their gradients
+        are averaged step by step): ``ceil(steps_per_batch / minibatch_size)``."""
+        return -(-self.steps_per_batch // self.minibatch_size)
+
+
+def algorithm_name(config: IMPALAConfig) -> str:
+    """``"PPO"``, ``"APPO"`` or ``"IMPALA"``: what ``config`` trains, in progress bars, roles'
+    errors and checkpoints."""
+    if isinstance(config, PPOConfig):
+        return "PPO" if config.synchronous else "APPO"
+    return "IMPALA"
+
+
+def make_learner(config: IMPALAConfig, obs_dim: int, n_actions: int
+                 ) -> VTraceLearner | PPOLearner:
+    """The learner ``config`` asks for: :class:`PPOLearner` for a :class:`PPOConfig`, else
+    IMPALA's :class:`VTraceLearner`. Both take ``update(fragments)``."""
+    cls = PPOLearner if isinstance(config, PPOConfig) else VTraceLearner
+    return cls(obs_dim, n_actions, config)
 
 
 def clipped_surrogate(log_probs: torch.Tensor, old_log_probs: torch.Tensor,
@@ -109,7 +138,7 @@ def ppo_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
     The value loss is A2C's plain ``mean((R - V)^2)``, not clipped: clipping the value update
     around the old values (as the PPO code of OpenAI's baselines does) did not help and often
     hurt in the large study of Andrychowicz et al. (2021, "What matters in on-policy RL"),
-    and it ties the value's step to the reward scale.
+    and its range, in units of return, would need retuning with the reward scale.
 
     Args:
         logits: ``(B, n_actions)``; values, old_log_probs, advantages, returns: ``(B,)``;
@@ -135,7 +164,8 @@ def policy_shift(log_probs: torch.Tensor, old_log_probs: torch.Tensor, clip: flo
     """How far the policy moved from the one that acted, over ``(B,)`` samples:
     ``approx_kl``, the estimator ``mean((r - 1) - log r)`` of ``KL(pi_old || pi)`` (>= 0, 0
     only if nothing moved), and ``clip_fraction``, the share of ratios ``r`` outside
-    ``[1 - clip, 1 + clip]``, where the surrogate no longer pushes."""
+    ``[1 - clip, 1 + clip]`` (where a sample whose advantage favoured that move stops
+    pushing)."""
     log_ratio = log_probs - old_log_probs
     ratio = log_ratio.exp()
     return {"approx_kl": float((ratio - 1 - log_ratio).mean()),
@@ -143,10 +173,11 @@ def policy_shift(log_probs: torch.Tensor, old_log_probs: torch.Tensor, clip: flo
 
 
 class PPOLearner(ActorCriticState):
-    """Owns the :class:`ActorCritic` and its Adam optimiser; :meth:`learn` takes one batch.
+    """Owns the :class:`ActorCritic` and its Adam optimiser; :meth:`update` takes one batch of
+    fragments (the interface of :class:`VTraceLearner`, so IMPALA's loops and roles run it).
 
     ``updates`` counts batches learned, the policy *version* (weights after ``k`` batches are
-    version ``k``); ``sgd_steps`` counts optimiser steps (``epochs`` times the minibatches).
+    version ``k``); ``sgd_steps`` counts optimiser steps (``epochs * config.minibatches``).
     """
 
     def __init__(self, obs_dim: int, n_actions: int, config: PPOConfig) -> None:
@@ -157,44 +188,53 @@ class PPOLearner(ActorCriticState):
         self.updates = 0
         self.sgd_steps = 0
         self.shuffle = torch.Generator().manual_seed(config.seed)
-        self.sync_gradients: GradientSync = no_sync
+        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
 
-    def advantages(self, batch: dict[str, torch.Tensor]
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE(lambda) ``(returns, advantages)``, each ``(T, M)`` float32, with the current
-        value function: :func:`nstep_advantages` with ``lam = config.gae_lambda``."""
-        with torch.no_grad():
-            T, M = batch["rewards"].shape
-            values = self.net.critic(batch["obs"].reshape(T * M, -1)).reshape(T, M)
-            final = next_state_values(self.net, batch)
+    @torch.no_grad()
+    def targets(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(value targets, advantages)``, each ``(T, M)`` float32, from the weights before
+        this batch's first step: GAE(``gae_lambda``) (:func:`nstep_advantages`), or with
+        ``use_vtrace`` V-trace's ``v_s`` and ``r_s + gamma v_{s+1} - V(x_s)`` (APPO: the data
+        may come from older policies)."""
+        cfg = self.config
+        T, M = batch["rewards"].shape
+        logits, values = self.net(batch["obs"].reshape(T * M, -1))
+        values = values.reshape(T, M)
+        final = next_state_values(self.net, batch)
+        if cfg.use_vtrace:
+            log_pi = F.log_softmax(logits, -1).gather(1, batch["actions"].reshape(-1, 1))
+            out = vtrace(batch["log_probs"], log_pi.reshape(T, M), batch["rewards"], values,
+                         final[-1], cfg.gamma * (1.0 - batch["terminations"]), cfg.rho_bar,
+                         cfg.c_bar, batch["truncations"], final)
+            return out.vs, out.advantages
         returns, adv = nstep_advantages(
             batch["rewards"].numpy(), values.numpy(), batch["terminations"].numpy(),
-            batch["truncations"].numpy(), final.numpy(), final[-1].numpy(),
-            self.config.gamma, self.config.gae_lambda)
+            batch["truncations"].numpy(), final.numpy(), final[-1].numpy(), cfg.gamma,
+            cfg.gae_lambda)
         return (torch.as_tensor(returns, dtype=torch.float32),
                 torch.as_tensor(adv, dtype=torch.float32))
 
-    def learn(self, fragments: Sequence[Fragment]) -> dict[str, float]:
+    def update(self, fragments: Sequence[Fragment]) -> dict[str, float]:
         """``epochs`` passes of shuffled minibatch SGD over the real steps of ``fragments``
-        (reset rows left out), each fragment collected by the current weights' policy.
+        (reset rows left out), ``config.minibatches`` steps per pass.
 
         Returns:
-            The loss parts averaged over the last epoch's minibatches, and
+            The loss parts averaged over the last epoch's minibatches, their ``loss``, and
             :func:`policy_shift` of the whole batch after the last epoch.
         """
         cfg = self.config
         batch = stack_fragments(fragments)
-        returns, adv = self.advantages(batch)
+        returns, adv = self.targets(batch)
         real = ~batch["resets"]
         obs, actions = batch["obs"][real], batch["actions"][real]
         old_log_probs, returns, adv = batch["log_probs"][real], returns[real], adv[real]
-        n = len(actions)
         last: list[dict[str, float]] = []
         for epoch in range(cfg.epochs):
-            order = torch.randperm(n, generator=self.shuffle)
+            order = torch.randperm(len(actions), generator=self.shuffle)
             last = []
-            for start in range(0, n, cfg.minibatch_size):
-                idx = order[start: start + cfg.minibatch_size]
+            # min: never an empty minibatch (only a batch of almost nothing but reset rows
+            # has fewer real steps than minibatches)
+            for idx in torch.tensor_split(order, min(cfg.minibatches, len(order))):
                 logits, values = self.net(obs[idx])
                 loss, metrics = ppo_loss(logits, values, actions[idx], old_log_probs[idx],
                                          adv[idx], returns[idx], cfg)
@@ -204,7 +244,7 @@ class PPOLearner(ActorCriticState):
                         f"{metrics}. Fix: lower learning_rate or max_grad_norm.")
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                self.sync_gradients(self.net.parameters())
+                self.sync_gradients(self.net.parameters())  # a learner group's all-reduce
                 nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)
                 self.optimizer.step()
                 self.sgd_steps += 1

@@ -27,11 +27,14 @@ class VTraceReturns(NamedTuple):
         pg_advantages: ``(T, B)`` policy-gradient advantages
             ``rho_s * (r_s + gamma_s * v_{s+1} - V(x_s))`` with ``rho_s = min(rho_bar, pi/mu)``.
         clipped_rhos: ``(T, B)`` ``rho_s``, for logging.
+        advantages: ``(T, B)`` ``r_s + gamma_s * v_{s+1} - V(x_s)``, the advantage before the
+            importance weight (APPO's surrogate applies its own ratio to it).
     """
 
     vs: torch.Tensor
     pg_advantages: torch.Tensor
     clipped_rhos: torch.Tensor
+    advantages: torch.Tensor
 
 
 def check_vtrace_inputs(shapes: dict[str, tuple[int, ...]], rho_bar: float,
@@ -139,8 +142,9 @@ def vtrace(behaviour_log_probs: torch.Tensor, target_log_probs: torch.Tensor,
     # v_{s+1} for the advantage: the next target inside an episode, else the bootstrap value
     next_vs = torch.cat([vs[1:], bootstrap_value.unsqueeze(0)], dim=0)
     next_vs = torch.where(carry > 0, next_vs, next_values)
-    pg_advantages = rhos * (rewards + discounts * next_vs - values)
-    return VTraceReturns(vs=vs, pg_advantages=pg_advantages, clipped_rhos=rhos)
+    advantages = rewards + discounts * next_vs - values
+    return VTraceReturns(vs=vs, pg_advantages=rhos * advantages, clipped_rhos=rhos,
+                         advantages=advantages)
 
 
 @torch.no_grad()

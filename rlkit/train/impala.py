@@ -3,7 +3,9 @@ version (:func:`rlkit.distributed.impala.driver.train_impala_ray`) is checked ag
 
 Each update collects ``batch_fragments`` trajectories, round-robin from ``num_workers`` runners
 (seeded as the Ray actors are), acting with the weights of ``policy_lag`` updates ago, then
-takes one V-trace step. ``policy_lag=0`` is synchronous, on-policy training.
+takes one V-trace step. ``policy_lag=0`` is synchronous, on-policy training. Given a
+:class:`~rlkit.algos.ppo.PPOConfig` the same loop trains PPO (``policy_lag=0``,
+:func:`rlkit.train.ppo.train_ppo`) or APPO with a simulated lag.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 import torch
 
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
-from rlkit.algos.impala import IMPALAConfig, VTraceLearner
+from rlkit.algos.impala import IMPALAConfig
+from rlkit.algos.ppo import algorithm_name, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
@@ -37,6 +40,8 @@ class IMPALAResult(RunResult):
         learner_busy_seconds: Seconds the learner spent updating and publishing (Ray only).
         learner_wait_seconds: Seconds the learner spent waiting for batches (Ray only).
         eval_seconds: Seconds the driver spent in greedy evaluations (Ray only).
+        diagnostics: Per update, each metric the learner returned besides the loss (one
+            process only; PPO's ``approx_kl`` and ``clip_fraction`` among them).
     """
 
     policy_lags: list[int] = field(default_factory=list)
@@ -45,6 +50,7 @@ class IMPALAResult(RunResult):
     learner_busy_seconds: float = 0.0
     learner_wait_seconds: float = 0.0
     eval_seconds: float = 0.0
+    diagnostics: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def mean_policy_lag(self) -> float:
@@ -73,7 +79,8 @@ class IMPALAResult(RunResult):
 
 def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = False
                  ) -> IMPALAResult:
-    """Train IMPALA in this process; bit-reproducible for a given config and ``policy_lag``.
+    """Train IMPALA (or PPO, APPO: see :func:`make_learner`) in this process;
+    bit-reproducible for a given config and ``policy_lag``.
 
     Args:
         config: The run's settings (``num_workers`` runners, each ``envs_per_worker`` envs).
@@ -84,16 +91,17 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
     check_value("policy_lag", policy_lag, int_rule(0, example=4))
     check_value("progress", progress, FLAG)
     torch.set_num_threads(1)
-    runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), "discrete", "IMPALA",
+    name = algorithm_name(config)
+    runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), "discrete", name,
                          config.envs_per_worker) for i in range(config.num_workers)]
     obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
-    learner = VTraceLearner(obs_dim, n_actions, config)
+    learner = make_learner(config, obs_dim, n_actions)
     acting = ActorCritic(obs_dim, n_actions, config.hidden)
     policy = sampling_policy(acting, np.random.default_rng(config.seed))
     past = collections.deque([learner.get_weights()], maxlen=policy_lag + 1)
-    history, lags = History(), []
+    history, lags, diagnostics = History(), [], {}
     env_steps, evals, eval_return, solved = 0, 0, float("nan"), False
-    bar = ProgressBar(progress, config.total_steps, 0, "IMPALA (1 process)")
+    bar = ProgressBar(progress, config.total_steps, 0, f"{name} (1 process)")
     start = time.perf_counter()
     while env_steps < config.total_steps and not solved:
         load_numpy_weights(acting, past[0])  # the oldest kept: policy_lag updates ago
@@ -109,7 +117,9 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
                 history.log_episode(env_steps, time.perf_counter() - start, ret)
         lags += [learner.updates - version] * len(batch)
         metrics = learner.update(batch)
-        history.log_loss(env_steps, metrics["loss"])
+        history.log_loss(env_steps, metrics.pop("loss"))
+        for key, value in metrics.items():
+            diagnostics.setdefault(key, []).append(value)
         past.append(learner.get_weights())
         if env_steps >= (evals + 1) * config.eval_every or env_steps >= config.total_steps:
             mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config, evals)
@@ -123,4 +133,5 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         runner.close()
     return IMPALAResult(history=history, solved=solved, eval_return=eval_return,
                         env_steps=env_steps, wall_seconds=wall, updates=learner.updates,
-                        weights=learner.get_weights(), policy_lags=lags)
+                        weights=learner.get_weights(), policy_lags=lags,
+                        diagnostics=diagnostics)

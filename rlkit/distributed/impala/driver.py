@@ -22,6 +22,7 @@ import numpy as np
 
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
+from rlkit.algos.ppo import PPOConfig, algorithm_name
 from rlkit.core.common import next_multiple, worker_seed
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
@@ -58,6 +59,33 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
     return ImpalaRun(config, build(RunOptions, "train_impala_ray", options)).run()
 
 
+def train_ppo_ray(config: PPOConfig, **options: Any) -> IMPALAResult:
+    """PPO on Ray, synchronous: each of ``config.num_workers`` workers collects
+    ``batch_fragments / num_workers`` fragments with the same weights and waits; the learner
+    runs its epochs over the batch and publishes; the next round starts. IMPALA's roles and
+    driver with PPO's learner (policy lag 0). Arguments as :func:`train_impala_ray`."""
+    return _train_ppo_family("train_ppo_ray", config, True, options)
+
+
+def train_appo_ray(config: PPOConfig, **options: Any) -> IMPALAResult:
+    """APPO: PPO's learner behind IMPALA's asynchronous workers and queue. Workers never wait
+    for the learner, so fragments arrive a few versions old (``policy_lags``); the surrogate's
+    ratio is taken against the policy that acted, and ``use_vtrace`` corrects the targets.
+    ``config.synchronous`` must be False. Arguments as :func:`train_impala_ray`."""
+    return _train_ppo_family("train_appo_ray", config, False, options)
+
+
+def _train_ppo_family(owner: str, config: PPOConfig, synchronous: bool,
+                      options: dict[str, Any]) -> IMPALAResult:
+    require_instance(owner, "config", config, PPOConfig, f"{owner}(PPOConfig(...))")
+    if config.synchronous != synchronous:
+        other = "train_appo_ray" if synchronous else "train_ppo_ray"
+        fail("synchronous", config.synchronous, f"trains {algorithm_name(config)}, but "
+             f"{owner} runs {'PPO' if synchronous else 'APPO'}", f"pass "
+             f"dataclasses.replace(config, synchronous={synchronous}), or call {other}")
+    return ImpalaRun(config, build(RunOptions, owner, options)).run()
+
+
 class ImpalaRun(DriverRun):
     """One IMPALA run on the shared :class:`DriverRun` loop. Its events: a learner report
     (record it, ask for the next, evaluate when due) and a worker whose ``run()`` ended (only
@@ -67,14 +95,15 @@ class ImpalaRun(DriverRun):
     LEARNER_GROUPS = LEARNER_RESTARTS = True
 
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
-        super().__init__(options, config.total_steps, "IMPALA (Ray)", "IMPALA", config)
+        name = algorithm_name(config)
+        super().__init__(options, config.total_steps, f"{name} (Ray)", name, config)
         self.config = config
         if config.batch_fragments % options.num_learners:
             fail("num_learners", options.num_learners, f"must divide batch_fragments="
                  f"{config.batch_fragments}: each rank takes an equal share of every batch",
                  "use a divisor of batch_fragments")
         self.place(config.num_workers)  # refused here if it cannot be placed
-        probe = make_env(config.env_id, config.seed, "discrete", "IMPALA")
+        probe = make_env(config.env_id, config.seed, "discrete", name)
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
         self.lags: list[int] = []

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from rlkit.algos.a2c import ActorCritic, sampling_policy
-from rlkit.algos.impala import IMPALAConfig, VTraceLearner
+from rlkit.algos.impala import IMPALAConfig
+from rlkit.algos.ppo import algorithm_name, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
@@ -78,7 +79,8 @@ class ImpalaActor:
         seed = worker_seed(config.seed, index, restart)
         self.config, self.index, self.queue = config, index, queue
         self.timeout_s = timeout_s
-        self.runner = EnvRunner(config.env_id, seed, "discrete", "IMPALA", config.envs_per_worker)
+        self.runner = EnvRunner(config.env_id, seed, "discrete", algorithm_name(config),
+                                config.envs_per_worker)
         self.net = ActorCritic(self.runner.obs_dim, self.runner.action_dim, config.hidden)
         self.policy = sampling_policy(self.net, np.random.default_rng(seed))
         self.version = -1
@@ -126,7 +128,8 @@ class ImpalaActor:
 
 
 class ImpalaLearner(SavesLearner, GroupMember):
-    """Takes batches from the queue, updates with V-trace, publishes each version. In a
+    """Takes batches from the queue, updates with V-trace (or with PPO's epochs, given a
+    :class:`~rlkit.algos.ppo.PPOConfig`), publishes each version. In a
     learner group of ``world_size`` ranks, each rank takes ``B / world_size`` fragments per
     update and rank 0 publishes.
 
@@ -143,7 +146,7 @@ class ImpalaLearner(SavesLearner, GroupMember):
         torch.set_num_threads(1)
         self.config, self.queue, self.timeout_s = config, queue, timeout_s
         self.rank, self.world_size = rank, world_size
-        self.learner = VTraceLearner(obs_dim, n_actions, config)
+        self.learner = make_learner(config, obs_dim, n_actions)  # V-trace's, or PPO's
         self.version_offset = 0  # > 0 after a restart from a checkpoint (see after_restore)
         self.publish()
 

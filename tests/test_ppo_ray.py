@@ -1,0 +1,68 @@
+"""PPO and APPO under Ray, on IMPALA's roles and driver: a synchronous run has no policy lag and
+solves, an asynchronous one measures its lag, a learner group trains APPO, a killed worker is
+replaced, and the wrong config is refused before any actor starts."""
+
+import dataclasses
+
+import pytest
+
+from conftest import wait_until_no_actors
+from rlkit.algos.impala import IMPALAConfig
+from rlkit.algos.ppo import PPOConfig
+from rlkit.distributed.impala.driver import train_appo_ray, train_ppo_ray
+
+PPO = PPOConfig(eval_episodes=10)
+APPO = dataclasses.replace(PPO, synchronous=False, use_vtrace=True)
+
+
+def test_the_wrong_driver_or_config_is_refused_before_anything_starts():
+    with pytest.raises(ValueError, match=r"synchronous.*train_appo_ray"):
+        train_ppo_ray(APPO)
+    with pytest.raises(ValueError, match=r"synchronous.*train_ppo_ray"):
+        train_appo_ray(PPO)
+    with pytest.raises(TypeError, match="PPOConfig"):
+        train_ppo_ray(IMPALAConfig())
+    with pytest.raises(TypeError, match="num_lerners.*num_learners"):
+        train_appo_ray(APPO, num_lerners=2)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ppo_on_ray_is_on_policy_and_solves(ray_cluster):
+    result = train_ppo_ray(PPO)
+    assert result.solved and result.eval_return >= 475
+    assert result.policy_lags and set(result.policy_lags) == {0}  # every batch on-policy
+    assert len(result.policy_lags) == result.updates * PPO.batch_fragments
+    assert wait_until_no_actors() == []
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_appo_measures_its_policy_lag(ray_cluster):
+    config = dataclasses.replace(APPO, total_steps=20_000, target_return=None)
+    result = train_appo_ray(config)
+    assert result.env_steps >= 20_000
+    assert min(result.policy_lags) >= 0 and max(result.policy_lags) >= 1  # async: some lag
+    assert result.max_policy_lag <= config.queue_size // config.batch_fragments + 2
+    assert wait_until_no_actors() == []
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_appo_with_a_learner_group_of_two(ray_cluster):
+    config = dataclasses.replace(APPO, total_steps=6_000, target_return=None)
+    result = train_appo_ray(config, num_learners=2)
+    assert result.env_steps >= 6_000 and result.updates >= 6_000 // config.steps_per_batch
+    assert set(result.placement) >= {"learner 0", "learner 1"}
+    assert wait_until_no_actors() == []
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ppo_replaces_a_killed_worker_and_goes_on(ray_cluster):
+    config = dataclasses.replace(PPO, total_steps=8_000, target_return=None)
+    result = train_ppo_ray(config, kill_at={"worker 0": 2_000})
+    assert result.worker_restarts == 1
+    assert any("worker 0" in event for event in result.history.events)
+    assert result.env_steps >= 8_000 and set(result.policy_lags) == {0}
+    assert wait_until_no_actors() == []
