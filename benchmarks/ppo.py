@@ -1,6 +1,8 @@
 """Time to solve CartPole-v1, per seed: rlkit's PPO in one process (against Stable-Baselines3's
 PPO with the RL Baselines3 Zoo settings, seed by seed in the same run, when it is installed),
-PPO on Ray (synchronous) and APPO (asynchronous, V-trace targets).
+PPO on Ray (synchronous) and APPO (asynchronous, V-trace targets); and PPO with a Gaussian
+policy on Pendulum-v1 (:data:`rlkit.algos.ppo.PENDULUM`, one process; solved: a deterministic
+evaluation of 10 episodes, every 10,000 env steps, with a mean of at least -200).
 
 "Solved" is the first greedy evaluation of 20 episodes with a mean of at least 475, every
 5,000 env steps, with rlkit's evaluator (the same fresh seeds) for both libraries. Seconds count
@@ -8,7 +10,7 @@ from the start of training (for the Ray runs, once the actors are up: their star
 recorded as ``startup_seconds``) and include the evaluations. Both one-process runs use one
 torch thread. Writes ``benchmarks/results/ppo.json``.
 
-    python -m benchmarks.ppo [--seeds 0,1,2,3,4] [--ray-seeds 0,1,2]
+    python -m benchmarks.ppo [--seeds 0,1,2,3,4] [--ray-seeds 0,1,2] [--pendulum-seeds 0,1,2]
 
 Stable-Baselines3 is not one of rlkit's requirements; to compare, install it beside them
 (``pip install stable-baselines3==2.9.2``).
@@ -100,14 +102,17 @@ def summarize(by_seed: dict[str, dict]) -> dict:
 
 LABELS = {"ppo_1_process": "rlkit PPO, one process", "sb3_ppo_zoo": "Stable-Baselines3 PPO (Zoo "
           "settings), one process", "ppo_ray": "rlkit PPO on Ray (synchronous)",
-          "appo_ray": "rlkit APPO on Ray (asynchronous, V-trace)"}
+          "appo_ray": "rlkit APPO on Ray (asynchronous, V-trace)",
+          "pendulum_1_process": "rlkit PPO on Pendulum-v1 (Gaussian policy), one process"}
 
 
 def readme_lines(data: dict) -> list[str]:
     """The README's block for ``benchmarks/results/ppo.json``."""
-    lines = ["**PPO and APPO on CartPole-v1** (`python -m benchmarks.ppo`; greedy evaluation of "
-             "20 episodes every 5,000 env steps, solved at a mean of 475; seconds from the start "
-             "of training, evaluations included; Ray runs: after actor start-up)", "",
+    lines = ["**PPO and APPO** (`python -m benchmarks.ppo`; CartPole-v1: greedy evaluation of "
+             "20 episodes every 5,000 env steps, solved at a mean of 475; Pendulum-v1: "
+             "deterministic evaluation of 10 episodes every 10,000 env steps, solved at -200; "
+             "seconds from the start of training, evaluations included; Ray runs: after actor "
+             "start-up)", "",
              "| run | solved | median env steps (range) | median seconds (range) |",
              "| --- | --- | --- | --- |"]
     for key, s in data["summary"].items():
@@ -126,9 +131,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2,3,4", help="one-process runs")
     parser.add_argument("--ray-seeds", default="0,1,2", help="PPO on Ray and APPO")
+    parser.add_argument("--pendulum-seeds", default="0,1,2", help="PPO on Pendulum-v1")
     args = parser.parse_args()
 
-    from rlkit.algos.ppo import PPOConfig
+    from rlkit.algos.ppo import PENDULUM, PPOConfig
     from rlkit.core.common import config_dict
     from rlkit.train.ppo import train_ppo
 
@@ -164,11 +170,19 @@ def main() -> None:
         appo_config = config_dict(appo)
     else:
         appo_config = None
+    if args.pendulum_seeds:
+        runs["pendulum_1_process"] = {}
+        for seed in [int(s) for s in args.pendulum_seeds.split(",")]:
+            runs["pendulum_1_process"][str(seed)] = record(train_ppo(
+                dataclasses.replace(PENDULUM, seed=seed)))
+            print("pendulum", seed, runs["pendulum_1_process"][str(seed)]["seconds_to_solve"],
+                  flush=True)
     summary = {key: summarize(by_seed) for key, by_seed in runs.items() if by_seed}
     for key, s in summary.items():
         print(key, s)
     write_result("ppo", {"summary": summary, "runs": runs, "config": config_dict(config),
-                         "appo_config": appo_config, "sb3_zoo": SB3_ZOO, "torch_threads": 1})
+                         "appo_config": appo_config, "pendulum_config": config_dict(PENDULUM),
+                         "sb3_zoo": SB3_ZOO, "torch_threads": 1})
 
 
 if __name__ == "__main__":

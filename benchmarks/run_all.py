@@ -33,7 +33,7 @@ def main() -> None:
                  ["benchmarks.a3c", "--seeds", "0"],
                  ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"],
                  ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"],
-                 ["benchmarks.ppo", "--seeds", "0", "--ray-seeds", "0"],
+                 ["benchmarks.ppo", "--seeds", "0", "--ray-seeds", "0", "--pendulum-seeds", "0"],
                  ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],

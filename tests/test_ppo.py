@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from rlkit.algos.a2c import A2CConfig, A2CLearner, nstep_advantages, sampling_policy
+from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.ppo import PPOConfig, PPOLearner, clipped_surrogate
 from rlkit.envs.runner import EnvRunner
 from rlkit.train.ppo import train_ppo
@@ -166,3 +167,50 @@ def test_ppo_solves_cartpole():
     result = train_ppo(PPOConfig(seed=0))
     assert result.solved and result.eval_return >= 475
     assert result.env_steps <= 50_000
+
+
+def test_gaussian_head_log_probs_by_hand_and_as_the_worker_computes_them():
+    from rlkit.algos.policy_heads import (GaussianActorCritic, acting_policy, evaluate_actions,
+                                          make_actor_critic)
+
+    net = make_actor_critic(3, 2, (8,), "continuous")
+    assert isinstance(net, GaussianActorCritic)
+    with torch.no_grad():  # mean 0 everywhere, std 1 and e^-1
+        net.actor[-1].weight.zero_()
+        net.actor[-1].bias.zero_()
+        net.log_std.copy_(torch.tensor([0.0, -1.0]))
+    obs = torch.zeros(1, 3)
+    log_p, ent, _ = evaluate_actions(net, obs, torch.tensor([[1.0, 0.0]]))
+    half_log_2pi = 0.5 * np.log(2 * np.pi)
+    assert log_p.item() == pytest.approx((-0.5 - half_log_2pi) + (1.0 - half_log_2pi), abs=1e-5)
+    assert ent.item() == pytest.approx((0.5 + half_log_2pi) + (-1.0 + 0.5 + half_log_2pi),
+                                       abs=1e-5)
+    # the worker's numpy log-probabilities are the learner's, for the actions it sampled
+    actions, worker_log_p = acting_policy(net, np.random.default_rng(0))(np.random.default_rng(1)
+                                                                         .standard_normal((64, 3))
+                                                                         .astype(np.float32))
+    assert actions.shape == (64, 2) and actions.dtype == np.float32
+    learner_log_p = evaluate_actions(net, torch.as_tensor(np.random.default_rng(1).standard_normal(
+        (64, 3)).astype(np.float32)), torch.as_tensor(actions))[0]
+    np.testing.assert_allclose(worker_log_p, learner_log_p.detach().numpy(), atol=1e-4)
+
+
+def test_ppo_on_pendulum_runs_with_a_gaussian_policy():
+    from rlkit.algos.policy_heads import GaussianActorCritic
+    from rlkit.algos.ppo import PENDULUM
+
+    config = dataclasses.replace(PENDULUM, total_steps=4000, eval_every=4000, eval_episodes=1)
+    learner = PPOLearner(3, 1, config)
+    assert isinstance(learner.net, GaussianActorCritic)
+    result = train_ppo(config)
+    # one batch: 4 envs x 1,024 rows, less the reset row after each 200-step episode
+    assert result.updates == 1 and 4000 <= result.env_steps < 4096
+    assert len(result.history.eval_returns) == 1 and result.history.eval_returns[0] < 0
+    assert result.diagnostics["approx_kl"][0] > 0
+
+
+def test_impala_refuses_a_continuous_env_naming_it():
+    from rlkit.train.impala import train_impala
+
+    with pytest.raises(ValueError, match=r"Pendulum-v1.*Discrete"):
+        train_impala(IMPALAConfig(env_id="Pendulum-v1"))

@@ -66,3 +66,16 @@ def test_ppo_replaces_a_killed_worker_and_goes_on(ray_cluster):
     assert any("worker 0" in event for event in result.history.events)
     assert result.env_steps >= 8_000 and set(result.policy_lags) == {0}
     assert wait_until_no_actors() == []
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ppo_on_ray_acts_with_a_gaussian_policy_on_pendulum(ray_cluster):
+    from rlkit.algos.ppo import PENDULUM
+
+    config = dataclasses.replace(PENDULUM, total_steps=8_000, eval_every=8_000, eval_episodes=2,
+                                 target_return=None)
+    result = train_ppo_ray(config)
+    assert result.env_steps >= 8_000 and set(result.policy_lags) == {0}
+    assert len(result.history.eval_returns) == 1 and result.history.eval_returns[0] < 0
+    assert wait_until_no_actors() == []

@@ -107,11 +107,12 @@ def greedy_policy(net: ActorCritic) -> BatchPolicy:
 
 
 def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: Any,
-                eval_index: int) -> tuple[float, float]:
+                eval_index: int, net: nn.Module | None = None) -> tuple[float, float]:
     """Mean and std of ``config.eval_episodes`` greedy episodes of ``config.env_id`` with
-    ``weights`` (an :class:`ActorCritic`'s), on the fresh seeds of evaluation ``eval_index``.
-    A2C/A3C and IMPALA evaluate with it; ``config`` is either's."""
-    net = ActorCritic(obs_dim, n_actions, config.hidden)
+    ``weights`` loaded into ``net`` (default: an :class:`ActorCritic`; any network with
+    ``greedy_actions``), on the fresh seeds of evaluation ``eval_index``. A2C/A3C, IMPALA and
+    PPO evaluate with it; ``config`` is any of theirs."""
+    net = ActorCritic(obs_dim, n_actions, config.hidden) if net is None else net
     load_numpy_weights(net, weights)
     returns = evaluate_policy(greedy_policy(net), config.env_id, config.eval_episodes,
                               eval_seed(config.seed, eval_index, config.eval_episodes))

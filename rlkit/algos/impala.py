@@ -129,8 +129,7 @@ def next_state_values(net: ActorCritic, batch: dict[str, torch.Tensor]) -> torch
     """``(T, M)`` ``V(next_obs)`` where a return needs it: after the last row (the bootstrap
     value) and where a time limit truncated the episode (its real final observation); 0
     elsewhere, where the next row's value serves."""
-    T, M = batch["actions"].shape
-    next_values = torch.zeros(T, M)
+    next_values = torch.zeros(batch["rewards"].shape)
     rows = batch["truncations"] > 0
     rows[-1] = True
     next_values[rows] = net.critic(batch["next_obs"][rows]).squeeze(-1)

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
+from rlkit.algos.a2c import greedy_eval
 from rlkit.algos.impala import IMPALAConfig
-from rlkit.algos.ppo import algorithm_name, make_learner
+from rlkit.algos.policy_heads import acting_policy, make_actor_critic
+from rlkit.algos.ppo import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
@@ -91,13 +92,13 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
     check_value("policy_lag", policy_lag, int_rule(0, example=4))
     check_value("progress", progress, FLAG)
     torch.set_num_threads(1)
-    name = algorithm_name(config)
-    runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), "discrete", name,
+    name, kind = algorithm_name(config), config_action_kind(config)
+    runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), kind, name,
                          config.envs_per_worker) for i in range(config.num_workers)]
     obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
     learner = make_learner(config, obs_dim, n_actions)
-    acting = ActorCritic(obs_dim, n_actions, config.hidden)
-    policy = sampling_policy(acting, np.random.default_rng(config.seed))
+    acting = make_actor_critic(obs_dim, n_actions, config.hidden, kind)
+    policy = acting_policy(acting, np.random.default_rng(config.seed))
     past = collections.deque([learner.get_weights()], maxlen=policy_lag + 1)
     history, lags, diagnostics = History(), [], {}
     env_steps, evals, eval_return, solved = 0, 0, float("nan"), False
@@ -122,7 +123,8 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
             diagnostics.setdefault(key, []).append(value)
         past.append(learner.get_weights())
         if env_steps >= (evals + 1) * config.eval_every or env_steps >= config.total_steps:
-            mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config, evals)
+            mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config, evals,
+                                    make_actor_critic(obs_dim, n_actions, config.hidden, kind))
             history.log_eval(env_steps, time.perf_counter() - start, mean, std)
             evals, eval_return = evals + 1, mean
             solved = config.target_return is not None and mean >= config.target_return

@@ -22,7 +22,8 @@ import numpy as np
 
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
-from rlkit.algos.ppo import PPOConfig, algorithm_name
+from rlkit.algos.policy_heads import make_actor_critic
+from rlkit.algos.ppo import PPOConfig, algorithm_name, config_action_kind
 from rlkit.core.common import next_multiple, worker_seed
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
@@ -103,7 +104,8 @@ class ImpalaRun(DriverRun):
                  f"{config.batch_fragments}: each rank takes an equal share of every batch",
                  "use a divisor of batch_fragments")
         self.place(config.num_workers)  # refused here if it cannot be placed
-        probe = make_env(config.env_id, config.seed, "discrete", name)
+        self.kind = config_action_kind(config)
+        probe = make_env(config.env_id, config.seed, self.kind, name)
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
         self.lags: list[int] = []
@@ -209,7 +211,9 @@ class ImpalaRun(DriverRun):
                 or self.env_steps >= config.total_steps):
             return
         begin = time.perf_counter()
-        mean, std = greedy_eval(self.weights, self.obs_dim, self.n_actions, config, evals)
+        mean, std = greedy_eval(self.weights, self.obs_dim, self.n_actions, config, evals,
+                                make_actor_critic(self.obs_dim, self.n_actions, config.hidden,
+                                                  self.kind))
         self.eval_seconds += time.perf_counter() - begin
         self.log_evaluation(self.env_steps, self.clock(), mean, std, config.target_return)
 

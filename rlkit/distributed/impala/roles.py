@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.algos.policy_heads import acting_policy, make_actor_critic
 from rlkit.algos.impala import IMPALAConfig
-from rlkit.algos.ppo import algorithm_name, make_learner
+from rlkit.algos.ppo import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
@@ -79,10 +79,12 @@ class ImpalaActor:
         seed = worker_seed(config.seed, index, restart)
         self.config, self.index, self.queue = config, index, queue
         self.timeout_s = timeout_s
-        self.runner = EnvRunner(config.env_id, seed, "discrete", algorithm_name(config),
+        kind = config_action_kind(config)
+        self.runner = EnvRunner(config.env_id, seed, kind, algorithm_name(config),
                                 config.envs_per_worker)
-        self.net = ActorCritic(self.runner.obs_dim, self.runner.action_dim, config.hidden)
-        self.policy = sampling_policy(self.net, np.random.default_rng(seed))
+        self.net = make_actor_critic(self.runner.obs_dim, self.runner.action_dim, config.hidden,
+                                     kind)
+        self.policy = acting_policy(self.net, np.random.default_rng(seed))
         self.version = -1
         self.fragments = 0
 

@@ -1,0 +1,108 @@
+"""The two policy heads of the on-policy actor-critics: categorical (discrete actions: A2C's
+:class:`~rlkit.algos.a2c.ActorCritic`) and Gaussian (continuous actions:
+:class:`GaussianActorCritic`), behind three functions that work for either, so PPO's learner,
+IMPALA's workers and the one-process loop never ask which one they hold.
+
+* :func:`make_actor_critic`: the network for an env's action space;
+* :func:`acting_policy`: the sampling policy a worker acts with (actions and ``log mu``);
+* :func:`evaluate_actions`: ``log pi(a|s)``, the entropy and ``V(s)`` of a batch, for the loss.
+
+The greedy (evaluation) policy of either is its ``greedy_actions``: the most probable action,
+or the Gaussian's mean.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.core.networks import mlp
+from rlkit.core.types import ActionKind, SamplingPolicy
+from rlkit.envs.make import make_env
+
+
+class GaussianActorCritic(nn.Module):
+    """Continuous actions: ``actor(s) -> mean (B, act_dim)``, a learned state-independent
+    ``log_std (act_dim,)``, and a separate ``critic(s) -> V(s) (B,)`` (as A2C's, for the same
+    reason: the value loss's scale would swamp shared features).
+
+    The sampled action is not squashed or clipped here: the environment clips it to its bounds
+    (Pendulum does), and ``log pi`` is that of the sample, as in most PPO code.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
+                 log_std: float = 0.0) -> None:
+        super().__init__()
+        self.actor = mlp(obs_dim, act_dim, hidden, nn.Tanh)
+        self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std)))
+        self.critic = mlp(obs_dim, 1, hidden, nn.Tanh)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(B, obs_dim)`` -> ``(means (B, act_dim), values (B,))``."""
+        return self.actor(obs), self.critic(obs).squeeze(-1)
+
+    @torch.no_grad()
+    def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
+        """``(B, obs_dim)`` float32 -> ``(B, act_dim)`` float32 means (for evaluation)."""
+        return self.actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+
+
+@functools.lru_cache(maxsize=64)
+def action_kind_of(env_id: str) -> ActionKind:
+    """``"discrete"`` for a Discrete action space, ``"continuous"`` for a 1-D Box (anything
+    else is refused by :func:`rlkit.envs.make.make_env`'s checks where the env is built)."""
+    env = make_env(env_id, 0)
+    try:
+        return "discrete" if isinstance(env.action_space, gym.spaces.Discrete) else "continuous"
+    finally:
+        env.close()
+
+
+def make_actor_critic(obs_dim: int, action_dim: int, hidden: Sequence[int],
+                      kind: ActionKind) -> ActorCritic | GaussianActorCritic:
+    """A2C's categorical :class:`ActorCritic` for ``"discrete"`` (``action_dim`` actions), a
+    :class:`GaussianActorCritic` for ``"continuous"`` (``action_dim`` numbers per action)."""
+    cls = ActorCritic if kind == "discrete" else GaussianActorCritic
+    return cls(obs_dim, action_dim, hidden)
+
+
+def acting_policy(net: ActorCritic | GaussianActorCritic,
+                  rng: np.random.Generator) -> SamplingPolicy:
+    """What a worker acts with: ``obs (N, obs_dim)`` -> ``(actions, log_probs (N,))``, random
+    numbers from ``rng``. Categorical: :func:`rlkit.algos.a2c.sampling_policy`. Gaussian:
+    ``a = mean + std * z``, ``z ~ N(0, I)``, with ``log pi(a|s)`` summed over the action's
+    dimensions."""
+    if isinstance(net, ActorCritic):
+        return sampling_policy(net, rng)
+
+    @torch.no_grad()
+    def act(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean = net.actor(torch.as_tensor(obs)).numpy()
+        log_std = net.log_std.numpy()
+        z = rng.standard_normal(mean.shape)
+        actions = (mean + np.exp(log_std) * z).astype(np.float32)
+        log_probs = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return actions, log_probs.astype(np.float32)
+
+    return act
+
+
+def evaluate_actions(net: ActorCritic | GaussianActorCritic, obs: torch.Tensor,
+                     actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(log pi(a|s) (B,), entropy (B,), V(s) (B,))`` of ``B`` observations and the actions
+    taken in them (``(B,)`` int64, or ``(B, act_dim)`` float32), all differentiable."""
+    out, values = net(obs)
+    if isinstance(net, ActorCritic):
+        log_p = F.log_softmax(out, dim=-1)
+        return (log_p.gather(1, actions[:, None]).squeeze(1), -(log_p.exp() * log_p).sum(-1),
+                values)
+    dist = torch.distributions.Normal(out, net.log_std.exp())
+    return dist.log_prob(actions).sum(-1), dist.entropy().sum(-1), values
