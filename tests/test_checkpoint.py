@@ -135,6 +135,16 @@ def test_resume_refusals_name_the_problem(tmp_path):
 
 
 def test_an_interrupt_inside_the_bookkeeping_is_delivered_when_it_ends():
+    # Python's own Ctrl-C handler, whatever this process inherited: a job a shell starts in the
+    # background has SIGINT ignored, and an ignored signal is (rightly) never delivered
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _deliver_an_interrupt_after_the_block()
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def _deliver_an_interrupt_after_the_block():
     before = signal.getsignal(signal.SIGINT)
     done = []
     with pytest.raises(KeyboardInterrupt):
