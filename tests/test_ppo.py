@@ -189,12 +189,10 @@ def test_gaussian_head_log_probs_by_hand_and_as_the_worker_computes_them():
     assert ent.item() == pytest.approx((0.5 + half_log_2pi) + (-1.0 + 0.5 + half_log_2pi),
                                        abs=1e-5)
     # the worker's numpy log-probabilities are the learner's, for the actions it sampled
-    actions, worker_log_p = acting_policy(net, np.random.default_rng(0))(np.random.default_rng(1)
-                                                                         .standard_normal((64, 3))
-                                                                         .astype(np.float32))
+    states = np.random.default_rng(1).standard_normal((64, 3)).astype(np.float32)
+    actions, worker_log_p = acting_policy(net, np.random.default_rng(0))(states)
     assert actions.shape == (64, 2) and actions.dtype == np.float32
-    learner_log_p = evaluate_actions(net, torch.as_tensor(np.random.default_rng(1).standard_normal(
-        (64, 3)).astype(np.float32)), torch.as_tensor(actions))[0]
+    learner_log_p = evaluate_actions(net, torch.as_tensor(states), torch.as_tensor(actions))[0]
     np.testing.assert_allclose(worker_log_p, learner_log_p.detach().numpy(), atol=1e-4)
 
 

@@ -209,9 +209,8 @@ class PPOLearner(ActorCriticState):
         may come from older policies)."""
         cfg = self.config
         T, M = batch["rewards"].shape
-        log_pi, _, values = evaluate_actions(self.net, batch["obs"].reshape(T * M, -1),
-                                             batch["actions"].reshape(T * M, *batch["actions"]
-                                                                      .shape[2:]))
+        log_pi, _, values = evaluate_actions(self.net, batch["obs"].flatten(0, 1),
+                                             batch["actions"].flatten(0, 1))
         values = values.reshape(T, M)
         final = next_state_values(self.net, batch)
         if cfg.use_vtrace:
