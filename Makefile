@@ -1,5 +1,6 @@
-# Three commands: `make lab` opens the series, `make test` runs everything CI runs,
-# `make bench` measures the speed claims. Each creates .venv and installs on first use.
+# Four commands: `make lab` opens the series, `make test` runs everything CI runs, `make check`
+# is the fast tier for the edit-test loop, `make bench` measures the speed claims. Each creates
+# .venv and installs on first use.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install lab test test-unit test-notebooks bench clean
+.PHONY: install lab test check test-unit test-notebooks bench clean
 
 install: $(STAMP)
 
@@ -31,6 +32,11 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
 	  --nbval-cell-timeout=900 -p no:cacheprovider $(PYTEST_ARGS)
+
+# The fast tier: every test of tests/ that starts no Ray and trains nothing for real, plus one
+# short Ray run (marked smoke). Tests that use a Ray fixture are marked ray by tests/conftest.py.
+check: $(STAMP)
+	$(PY) -m pytest tests -m "smoke or not (ray or slow)" -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
 	$(PY) -m pytest tests -p no:cacheprovider $(PYTEST_ARGS)

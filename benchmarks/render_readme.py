@@ -147,13 +147,16 @@ def render(results: Path, timing: dict) -> str:
             f"{nb08['appo_policy_lag_mean']:.2f}) |")
     out = lines + [""]
     if timing:
+        check = timing.get("make_check_seconds")
+        fast = (f" The fast tier, `make check`, took {check / 60:.1f} min from a fresh clone "
+                f"(install included)." if check else "")
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
                 f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
                 f"{timing['pytest_seconds'] / 60:.1f} min of tests (`tests/` "
                 f"{timing['tests_dir_seconds'] / 60:.1f} min, including the fault tests and "
                 f"Ray code run twice in one kernel; the rest nbval running "
-                f"each notebook once). Source: "
-                f"{timing['source']}.", ""]
+                f"each notebook once).{fast} Machine: {timing['machine']['cpu']}, "
+                f"{timing['machine']['logical_cores']} cores. Source: {timing['source']}.", ""]
     if nb01:
         out += ["**Notebook 01, per seed** (greedy eval over 20 episodes; wall seconds include "
                 "the evaluations):", "", "| seed | solved | env steps | wall seconds |",

@@ -49,16 +49,71 @@ def wait_until_no_actors(seconds: float = 10.0) -> list[str]:
     return left
 
 
+#: Fixtures that start Ray: a test that uses one is a Ray test whatever its marks say, so the fast
+#: tier (``make check``: ``-m "smoke or not (ray or slow)"``) leaves it out.
+RAY_FIXTURES = {"ray_cluster", "nodes_cluster"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests that use a Ray fixture ``ray``; and run every test that uses the shared
+    ``ray_cluster`` in one block, in their order, where the first of them was: the cluster then
+    starts once for all of them (each start costs seconds on 2 cores), and every other test
+    meets the machine as before, with no Ray running."""
+    for item in items:
+        if RAY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.ray)
+    shared = [i for i in items if "ray_cluster" in getattr(i, "fixturenames", ())]
+    if shared:
+        first = items.index(shared[0])
+        rest = [i for i in items if "ray_cluster" not in getattr(i, "fixturenames", ())]
+        items[:] = rest[:first] + shared + rest[first:]
+
+
+#: The GCS address of the local cluster that ``ray_cluster`` started and keeps through its block
+#: of tests ("" when none is up): one start for all of them, not one per module.
+_SHARED = {"address": ""}
+
+
+def _shared_cluster_up() -> bool:
+    import ray
+
+    return bool(_SHARED["address"]) and ray.is_initialized()
+
+
+def release_shared_cluster() -> None:
+    """Shut the shared cluster down, if it is up."""
+    import ray
+
+    if _shared_cluster_up():
+        ray.shutdown()
+    _SHARED["address"] = ""
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local cluster of 2 CPUs and *no GPU*, also on a machine that has one: the tests that
     use it check the CPU path and the errors for a GPU the cluster lacks. (GPU tests start
-    their own cluster with the GPU.)"""
+    their own cluster with the GPU.) Started once for the block of tests that use it (see
+    ``pytest_collection_modifyitems``), shut down after it (``pytest_runtest_setup``) and at the
+    end of the session. Every test that uses it leaves no actor behind, so a module finds it as
+    a fresh one would be."""
     ray = pytest.importorskip("ray")
-    assert not ray.is_initialized()
-    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    if not _shared_cluster_up():
+        assert not ray.is_initialized(), "a test left its own Ray instance running"
+        ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+        _SHARED["address"] = ray.get_runtime_context().gcs_address
     yield ray
-    ray.shutdown()
+
+
+def pytest_runtest_setup(item):
+    """After the block of tests that use ``ray_cluster``, the shared cluster goes: the next
+    test finds no Ray running, as it would have before the cluster was shared."""
+    if "ray_cluster" not in getattr(item, "fixturenames", ()):
+        release_shared_cluster()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    release_shared_cluster()
 
 
 @pytest.fixture
@@ -75,6 +130,31 @@ def kill_times(monkeypatch):
         times.update({role: time.perf_counter() for role in due})
 
     monkeypatch.setattr(Supervisor, "inject_faults", recording)
+    return times
+
+
+#: The time from a failure to the error that names the role, beyond the supervisor's own ping
+#: wait (``DEAD_ROLE_PING_S``): Ray reporting the failed call, and the GCS lookups that find the
+#: node. Measured at 0.1-0.5 s on the 2-core VM; 1 s, times 3 for a machine 3x slower.
+NAMING_ALLOWANCE_S = 3 * 1.0
+
+
+@pytest.fixture
+def named_times(monkeypatch):
+    """When the supervisor built the error naming each role (``time.perf_counter()``), by the
+    role named: the moment the failure is known, before the run's teardown (which may take up
+    to ``EXIT_TIMEOUT_S`` more) lets the error out."""
+    from rlkit.distributed.runtime import supervisor
+
+    times: dict[str, float] = {}
+    original = supervisor.Supervisor.failure
+
+    def timed_failure(self, *args, **kwargs):
+        error = original(self, *args, **kwargs)
+        times.setdefault(error.role, time.perf_counter())
+        return error
+
+    monkeypatch.setattr(supervisor.Supervisor, "failure", timed_failure)
     return times
 
 
@@ -112,8 +192,10 @@ class NodesCluster:
 
     @property
     def removed(self) -> dict[str, tuple[str, float]]:
-        """``{role: (node id, when)}`` of the nodes removed since the last ``clear()``."""
-        return {r: (x.node_id, x.at_seconds) for r, x in self.losses.items() if x.node_id}
+        """``{role: (node id, when)}`` of the nodes removed since the last ``clear()``; when:
+        the moment the driver could first notice (after a replacement node joined, which the
+        simulation does in the driver's thread)."""
+        return {r: (x.node_id, x.driver_back_at) for r, x in self.losses.items() if x.node_id}
 
     def clear(self) -> None:
         self.losses = {}

@@ -59,14 +59,6 @@ def _arguments(source: str, name: str) -> list[str]:
     return [a.arg for a in func.args.args]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    assert not ray.is_initialized()
-    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_every_notebook_has_at_least_two_coding_exercises():
     counts = {p.stem: 0 for p in NOTEBOOKS.glob("*.ipynb")}
     for notebook, *_ in EXERCISES:
@@ -78,7 +70,7 @@ def test_every_notebook_has_at_least_two_coding_exercises():
 @pytest.mark.ray
 @pytest.mark.parametrize("notebook, name, stub, check, imports", EXERCISES,
                          ids=[f"{e[0][:2]}-{e[1]}" for e in EXERCISES])
-def test_exercise_stub_reports_and_solution_passes(cluster, monkeypatch, notebook, name, stub,
+def test_exercise_stub_reports_and_solution_passes(ray_cluster, monkeypatch, notebook, name, stub,
                                                    check, imports):
     solution = _solution(notebook, name)
     assert _arguments(solution, name) == _arguments(stub, name), "signatures differ"

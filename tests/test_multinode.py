@@ -12,7 +12,7 @@ IMPALA losing a worker's node, and its group losing a learner's node (removed wi
 
 import pytest
 
-from conftest import CLUSTER_IMPALA, wait_until_no_actors
+from conftest import CLUSTER_IMPALA, NAMING_ALLOWANCE_S, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -82,34 +82,44 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
 
 
 def test_a_learner_node_that_dies_silently_restarts_the_group_elsewhere_and_the_run_solves(
-        nodes_cluster, monkeypatch, tmp_path):
+        nodes_cluster, monkeypatch, tmp_path, named_times):
     """The node's processes are SIGKILLed, as a machine that loses power: Ray lists it as
     alive for about 15 s more, so the lost rank must not be placed back there. (A node removed
-    with SIGTERM, which Ray sees go at once, is notebook 07's section 6, asserted there.)"""
-    import time
+    with SIGTERM, which Ray sees go at once, is notebook 07's section 6, asserted there.)
 
+    The promise, "the lost rank is named within 5 s", is checked two ways. By an event: when
+    the error naming it is built, Ray's node table still lists the node alive, so the driver did
+    not wait for Ray's health checks to find the loss. And by the clock, with the bound derived
+    from the mechanism: the supervisor's ping of the ranks (``DEAD_ROLE_PING_S``, which the
+    surviving rank, blocked in its all-reduce, always takes in full) plus
+    ``NAMING_ALLOWANCE_S`` (3x what the rest took on the 2-core VM); measured from when the
+    driver got control back (the simulated replacement node joins in the driver's thread)."""
     from rlkit.distributed.runtime import supervisor
 
     nodes_cluster.refill()
     nodes_cluster.clear()
     nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True, silent=True)
-    named: list[float] = []  # seconds from the loss to the error naming the lost rank
+    listed_alive: list[bool] = []  # Ray's node table when the lost rank was named
     failure = supervisor.Supervisor.failure
 
-    def timed_failure(self, *args, **kwargs):
+    def failure_seen_by_ray(self, *args, **kwargs):
         error = failure(self, *args, **kwargs)
-        if error.role == "learner 0":
-            named.append(time.perf_counter() - nodes_cluster.removed["learner 0"][1])
+        if error.role == "learner 0" and not listed_alive:
+            lost = nodes_cluster.removed["learner 0"][0]
+            listed_alive.append(any(n["NodeID"] == lost and n["Alive"] for n in ray.nodes()))
         return error
 
-    monkeypatch.setattr(supervisor.Supervisor, "failure", timed_failure)
+    monkeypatch.setattr(supervisor.Supervisor, "failure", failure_seen_by_ray)
     result = train_impala_ray(IMPALA, num_learners=2, learner_restarts=1,
                               checkpoint_dir=tmp_path, checkpoint_every=5)
-    lost, _ = nodes_cluster.removed["learner 0"]
+    lost, removed_at = nodes_cluster.removed["learner 0"]
     restarts = [e for e in result.history.events if "learner group restarted from" in e]
     assert len(restarts) == 1 and f"node {lost[:8]}" in restarts[0], result.history.events
     assert f"learner 0 on node {lost[:8]}" not in restarts[0]  # placed elsewhere
-    assert named and named[0] < 5.0, named
+    assert listed_alive == [True], "the lost rank was named only once Ray listed its node dead"
+    named = named_times["learner 0"] - removed_at
+    print(f"lost rank named {named:.2f} s after the loss")
+    assert named < supervisor.DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S, named
     assert result.solved and result.eval_return >= 475
     assert wait_until_no_actors() == []
 

@@ -75,6 +75,7 @@ def test_large_weights_travel_as_one_stored_object_small_ones_by_value(ray_clust
     assert pack_weights(small) is small and unpack_weights(small) is small
 
 
+@pytest.mark.smoke  # the fast tier's one Ray run: every role started, trained, stopped
 def test_train_dqn_ray_short_run_holds_the_update_ratio(ray_cluster):
     result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100)
     assert result.env_steps == 3000

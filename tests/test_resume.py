@@ -11,11 +11,10 @@ On a cluster of a head and three 1-CPU nodes (the learner alone on one of them):
 The off-policy driver's own version of this (a killed learner actor) is in test_faults.py."""
 
 import dataclasses
-import time
 
 import pytest
 
-from conftest import CLUSTER_IMPALA, wait_until_no_actors
+from conftest import CLUSTER_IMPALA, NAMING_ALLOWANCE_S, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -26,7 +25,7 @@ from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
-from rlkit.distributed.runtime.supervisor import RoleFailedError  # noqa: E402
+from rlkit.distributed.runtime.supervisor import DEAD_ROLE_PING_S, RoleFailedError  # noqa: E402
 from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -68,7 +67,11 @@ def press_stop_at_learner_report(monkeypatch, n):
 @pytest.mark.parametrize("pattern", list(PATTERNS))
 def test_learner_node_loss_and_ctrl_c_are_resumed_and_the_run_solves(nodes_cluster, tmp_path,
                                                                      monkeypatch, kill_times,
-                                                                     pattern):
+                                                                     named_times, pattern):
+    """The learner's node lost: the error names the learner and its node within
+    ``DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S`` (5 s) of the loss (the supervisor's ping, and 3x
+    the rest as measured on the 2-core VM; the teardown after it is not counted); a Ctrl-C
+    after a resume saves again; the second resume solves."""
     run, learner, algorithm, config, kill_step, every = PATTERNS[pattern]
     path = tmp_path / "checkpoint.pt"
     kill_at = {"worker 1": 1_000} if pattern == "a3c" else {}
@@ -82,7 +85,8 @@ def test_learner_node_loss_and_ctrl_c_are_resumed_and_the_run_solves(nodes_clust
     node_id, removed_at = nodes_cluster.removed[learner]
     assert info.value.role == learner and set(kill_times) == set(kill_at)
     assert f"node {node_id[:8]}" in str(info.value)
-    assert time.perf_counter() - removed_at < 5.0  # named within 5 s of the loss
+    print(f"{learner} named {named_times[learner] - removed_at:.2f} s after its node was lost")
+    assert named_times[learner] - removed_at < DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S
     assert wait_until_no_actors() == []
     first = load_checkpoint(path, algorithm, config)
     assert 0 < first.env_steps < 2 * kill_step and first.updates >= every

@@ -9,11 +9,9 @@ pattern costs one or two short runs. Killing the learner of Ape-X and IMPALA and
 server of A3C and A2C (after a worker, for A3C), with a checkpoint to resume from, is in
 test_resume.py, with the same 5 s check; the off-policy learner's is in test_faults.py."""
 
-import time
-
 import pytest
 
-from conftest import wait_until_no_actors
+from conftest import NAMING_ALLOWANCE_S, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -23,7 +21,8 @@ from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray  # noqa: E402
-from rlkit.distributed.runtime.supervisor import LearnerFailedError, RoleFailedError  # noqa: E402
+from rlkit.distributed.runtime.supervisor import (DEAD_ROLE_PING_S, LearnerFailedError,  # noqa: E402
+                                                  RoleFailedError)
 
 pytestmark = pytest.mark.ray
 
@@ -53,18 +52,22 @@ CASES = [
 
 @pytest.mark.parametrize("pattern, run, kill_at", CASES,
                          ids=[f"{c[0]}: {', '.join(c[2])}" for c in CASES])
-def test_killing_a_role_is_survived_or_named_within_5_s(ray_cluster, kill_times, tmp_path,
-                                                        pattern, run, kill_at):
+def test_killing_a_role_is_survived_or_named_within_5_s(ray_cluster, kill_times, named_times,
+                                                        tmp_path, pattern, run, kill_at):
+    """The restartable roles are replaced; the one the run cannot replace is named within
+    ``DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S`` (5 s) of its kill: the supervisor's ping, and 3x
+    the rest as measured on the 2-core VM (the teardown after the error is built is not
+    counted: it may take up to ``EXIT_TIMEOUT_S`` more)."""
     *replaceable, fatal = kill_at
     expected = LearnerFailedError if fatal == "learner" else RoleFailedError
     with pytest.raises(expected, match=rf"^the {fatal} actor (failed|died)") as info:
         run(kill_at=kill_at, max_restarts=1, checkpoint_dir=tmp_path)
-    named_at = time.perf_counter()
     assert info.value.role == fatal
     # checkpoints were asked for but none was due yet: the message says so, not "pass one"
     assert f"no checkpoint had been written to {tmp_path} yet" in str(info.value)
     assert set(kill_times) == set(kill_at)  # every kill happened (the replaceable ones first)
-    assert named_at - kill_times[fatal] < 5.0
+    print(f"{fatal} named {named_times[fatal] - kill_times[fatal]:.2f} s after its kill")
+    assert named_times[fatal] - kill_times[fatal] < DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S
     # the killed workers and evaluator were replaced, and with max_restarts=1 a second restart
     # (spent on a worker that failed because a server died) would have raised a worker error
     assert all(r.startswith(("worker", "evaluator")) for r in replaceable)

@@ -27,6 +27,9 @@ class NodeLoss:
     node_id: str | None = None
     at_seconds: float = 0.0
     seconds: float = 0.0  # the removal (and the replacement's start) took
+    #: When the driver got control back: after the replacement joined, which this simulation
+    #: starts in the driver's thread (a real cluster's autoscaler adds it on its own).
+    driver_back_at: float = 0.0
     at_env_steps: int = 0
     replacement: Any = None
 
@@ -73,7 +76,8 @@ def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = Fals
         loss.node_id, loss.at_seconds, loss.at_env_steps = node_id, time.perf_counter(), steps
         if replace:
             loss.replacement = cluster.add_node(num_cpus=cpus)
-        loss.seconds = time.perf_counter() - begin
+        loss.driver_back_at = time.perf_counter()
+        loss.seconds = loss.driver_back_at - begin
 
     return hook, loss
 

@@ -25,6 +25,10 @@ if TYPE_CHECKING:  # Ray itself is imported only where it is used
 
 #: The least time the driver waits for its actors to start (processes, torch imports).
 STARTUP_TIMEOUT_S = 120.0
+#: How long :meth:`Supervisor.dead_roles` waits for the roles it pings: a dead actor's ping fails
+#: at once, a busy one (a learner rank blocked in an all-reduce) counts as alive after this long.
+#: It is most of the time from a failure to the error naming the role.
+DEAD_ROLE_PING_S = 2.0
 
 
 #: Further fault injectors, each called with the supervisor and the env steps at every step of
@@ -199,13 +203,13 @@ class Supervisor:
 
     def dead_roles(self) -> list[str]:
         """The roles that cannot be replaced whose actor no longer answers ``ping`` (a busy
-        actor that has not answered within 2 s counts as alive)."""
+        actor that has not answered within ``DEAD_ROLE_PING_S`` counts as alive)."""
         import ray
         from ray.exceptions import RayError
 
         roles = [r for r in self.handles if not r.startswith(RESTARTABLE)]
         pings = {self.handles[r].ping.remote(): r for r in roles}
-        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=2.0)
+        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=DEAD_ROLE_PING_S)
         dead = []
         for ref in ready:
             try:
