@@ -134,7 +134,7 @@ def kill_times(monkeypatch):
 
 
 #: The time from a failure to the error that names the role, beyond the supervisor's own ping
-#: wait (``DEAD_ROLE_PING_S``): Ray reporting the failed call, and the GCS lookups that find the
+#: wait (``PING_TIMEOUT_S``): Ray reporting the failed call, and the GCS lookups that find the
 #: node. Measured at 0.1-0.5 s on the 2-core VM; 1 s, times 3 for a machine 3x slower.
 NAMING_ALLOWANCE_S = 3 * 1.0
 

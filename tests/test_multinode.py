@@ -24,6 +24,7 @@ from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
+from rlkit.distributed.runtime.actor_state import PING_TIMEOUT_S  # noqa: E402
 from rlkit.distributed.runtime.placement import cluster_nodes, plan_resources  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -90,7 +91,7 @@ def test_a_learner_node_that_dies_silently_restarts_the_group_elsewhere_and_the_
     The promise, "the lost rank is named within 5 s", is checked two ways. By an event: when
     the error naming it is built, Ray's node table still lists the node alive, so the driver did
     not wait for Ray's health checks to find the loss. And by the clock, with the bound derived
-    from the mechanism: the supervisor's ping of the ranks (``DEAD_ROLE_PING_S``, which the
+    from the mechanism: the supervisor's ping of the ranks (``PING_TIMEOUT_S``, which the
     surviving rank, blocked in its all-reduce, always takes in full) plus
     ``NAMING_ALLOWANCE_S`` (3x what the rest took on the 2-core VM); measured from when the
     driver got control back (the simulated replacement node joins in the driver's thread)."""
@@ -119,7 +120,7 @@ def test_a_learner_node_that_dies_silently_restarts_the_group_elsewhere_and_the_
     assert listed_alive == [True], "the lost rank was named only once Ray listed its node dead"
     named = named_times["learner 0"] - removed_at
     print(f"lost rank named {named:.2f} s after the loss")
-    assert named < supervisor.DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S, named
+    assert named < PING_TIMEOUT_S + NAMING_ALLOWANCE_S, named
     assert result.solved and result.eval_return >= 475
     assert wait_until_no_actors() == []
 

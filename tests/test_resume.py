@@ -25,7 +25,8 @@ from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.a3c.driver import train_a2c_ray, train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
-from rlkit.distributed.runtime.supervisor import DEAD_ROLE_PING_S, RoleFailedError  # noqa: E402
+from rlkit.distributed.runtime.actor_state import PING_TIMEOUT_S  # noqa: E402
+from rlkit.distributed.runtime.supervisor import RoleFailedError  # noqa: E402
 from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.ray
@@ -69,7 +70,7 @@ def test_learner_node_loss_and_ctrl_c_are_resumed_and_the_run_solves(nodes_clust
                                                                      monkeypatch, kill_times,
                                                                      named_times, pattern):
     """The learner's node lost: the error names the learner and its node within
-    ``DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S`` (5 s) of the loss (the supervisor's ping, and 3x
+    ``PING_TIMEOUT_S + NAMING_ALLOWANCE_S`` (5 s) of the loss (the supervisor's ping, and 3x
     the rest as measured on the 2-core VM; the teardown after it is not counted); a Ctrl-C
     after a resume saves again; the second resume solves."""
     run, learner, algorithm, config, kill_step, every = PATTERNS[pattern]
@@ -86,7 +87,7 @@ def test_learner_node_loss_and_ctrl_c_are_resumed_and_the_run_solves(nodes_clust
     assert info.value.role == learner and set(kill_times) == set(kill_at)
     assert f"node {node_id[:8]}" in str(info.value)
     print(f"{learner} named {named_times[learner] - removed_at:.2f} s after its node was lost")
-    assert named_times[learner] - removed_at < DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S
+    assert named_times[learner] - removed_at < PING_TIMEOUT_S + NAMING_ALLOWANCE_S
     assert wait_until_no_actors() == []
     first = load_checkpoint(path, algorithm, config)
     assert 0 < first.env_steps < 2 * kill_step and first.updates >= every

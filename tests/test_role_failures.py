@@ -21,8 +21,8 @@ from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray  # noqa: E402
-from rlkit.distributed.runtime.supervisor import (DEAD_ROLE_PING_S, LearnerFailedError,  # noqa: E402
-                                                  RoleFailedError)
+from rlkit.distributed.runtime.actor_state import PING_TIMEOUT_S  # noqa: E402
+from rlkit.distributed.runtime.supervisor import LearnerFailedError, RoleFailedError  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -55,7 +55,7 @@ CASES = [
 def test_killing_a_role_is_survived_or_named_within_5_s(ray_cluster, kill_times, named_times,
                                                         tmp_path, pattern, run, kill_at):
     """The restartable roles are replaced; the one the run cannot replace is named within
-    ``DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S`` (5 s) of its kill: the supervisor's ping, and 3x
+    ``PING_TIMEOUT_S + NAMING_ALLOWANCE_S`` (5 s) of its kill: the supervisor's ping, and 3x
     the rest as measured on the 2-core VM (the teardown after the error is built is not
     counted: it may take up to ``EXIT_TIMEOUT_S`` more)."""
     *replaceable, fatal = kill_at
@@ -67,7 +67,7 @@ def test_killing_a_role_is_survived_or_named_within_5_s(ray_cluster, kill_times,
     assert f"no checkpoint had been written to {tmp_path} yet" in str(info.value)
     assert set(kill_times) == set(kill_at)  # every kill happened (the replaceable ones first)
     print(f"{fatal} named {named_times[fatal] - kill_times[fatal]:.2f} s after its kill")
-    assert named_times[fatal] - kill_times[fatal] < DEAD_ROLE_PING_S + NAMING_ALLOWANCE_S
+    assert named_times[fatal] - kill_times[fatal] < PING_TIMEOUT_S + NAMING_ALLOWANCE_S
     # the killed workers and evaluator were replaced, and with max_restarts=1 a second restart
     # (spent on a worker that failed because a server died) would have raised a worker error
     assert all(r.startswith(("worker", "evaluator")) for r in replaceable)

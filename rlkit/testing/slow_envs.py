@@ -3,8 +3,9 @@ notebooks 05 (a slow worker) and 06 (a slow simulator).
 
 Nothing in rlkit imports this module. Name an environment by its id (:data:`SLOW_CARTPOLE`,
 :data:`SLOW_SIMULATOR`), gymnasium's ``"module:Name"`` form: ``gym.make`` imports this module
-first, which registers the ids, so a Ray worker builds it from the id alone. Sleeping costs wall-clock time but no CPU, so a slow worker
-leaves the cores to the others, as a worker waiting on a real simulator or a remote machine would.
+first, which registers the ids, so a Ray worker builds it from the id alone. Sleeping costs
+wall-clock time but no CPU, so a slow worker leaves the cores to the others, as a worker waiting
+on a real simulator or a remote machine would.
 """
 
 from __future__ import annotations

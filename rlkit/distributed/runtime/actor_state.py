@@ -12,6 +12,10 @@ if TYPE_CHECKING:
 
 #: The longest a driver waits, after killing its actors, for their processes to be gone.
 EXIT_TIMEOUT_S = 10.0
+#: How long a ping that asks whether an actor is there waits: a dead actor's fails at once, a
+#: busy one (a learner rank blocked in an all-reduce) counts as alive after this long. It is
+#: most of the time from a failure to the error that names the role.
+PING_TIMEOUT_S = 2.0
 
 
 def wait_gone(handles: list[ActorHandle], timeout: float) -> bool:
@@ -48,7 +52,7 @@ def silently_gone(handle: ActorHandle) -> bool:
     if actor_state(handle).get("State") != "ALIVE":
         return False
     try:
-        ray.get(handle.ping.remote(), timeout=2.0)
+        ray.get(handle.ping.remote(), timeout=PING_TIMEOUT_S)
     except ActorUnavailableError:
         return True
     except (RayError, TimeoutError):  # busy, or dead in Ray's eyes too

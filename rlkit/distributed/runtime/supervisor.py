@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History
-from rlkit.distributed.runtime.actor_state import (EXIT_TIMEOUT_S, actor_state, describe_error,
-                                                  node_of, nodes_of, silently_gone, wait_gone)
+from rlkit.distributed.runtime.actor_state import (
+    EXIT_TIMEOUT_S, PING_TIMEOUT_S, actor_state, describe_error, node_of, nodes_of, silently_gone,
+    wait_gone)
 from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
 
 if TYPE_CHECKING:  # Ray itself is imported only where it is used
@@ -25,10 +26,6 @@ if TYPE_CHECKING:  # Ray itself is imported only where it is used
 
 #: The least time the driver waits for its actors to start (processes, torch imports).
 STARTUP_TIMEOUT_S = 120.0
-#: How long :meth:`Supervisor.dead_roles` waits for the roles it pings: a dead actor's ping fails
-#: at once, a busy one (a learner rank blocked in an all-reduce) counts as alive after this long.
-#: It is most of the time from a failure to the error naming the role.
-DEAD_ROLE_PING_S = 2.0
 
 
 #: Further fault injectors, each called with the supervisor and the env steps at every step of
@@ -202,14 +199,13 @@ class Supervisor:
             raise
 
     def dead_roles(self) -> list[str]:
-        """The roles that cannot be replaced whose actor no longer answers ``ping`` (a busy
-        actor that has not answered within ``DEAD_ROLE_PING_S`` counts as alive)."""
+        """The unreplaceable roles whose ``ping`` fails (one busy past PING_TIMEOUT_S is alive)."""
         import ray
         from ray.exceptions import RayError
 
         roles = [r for r in self.handles if not r.startswith(RESTARTABLE)]
         pings = {self.handles[r].ping.remote(): r for r in roles}
-        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=DEAD_ROLE_PING_S)
+        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=PING_TIMEOUT_S)
         dead = []
         for ref in ready:
             try:
