@@ -1,7 +1,7 @@
 """Record how long a timed ``make test`` took, per notebook, from its JUnit XML.
 
     CI=true PYTEST_ARGS=--junitxml=/tmp/junit.xml bash -c "time bash .ci/run"
-    (in another fresh clone) bash -c "time make check"
+    bash -c "time make check"   (then, with .venv installed: the fast tier alone)
     python -m benchmarks.notebook_runtimes /tmp/junit.xml --install-seconds 80 \\
         --total-seconds 900 --check-seconds 100 --source "fresh clone, ..."
 
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--install-seconds", type=float, required=True)
     parser.add_argument("--total-seconds", type=float, required=True)
     parser.add_argument("--check-seconds", type=float, required=True,
-                        help="the fast tier, `make check`, in a fresh clone (install included)")
+                        help="the fast tier, `make check`, with .venv already installed")
     parser.add_argument("--source", required=True)
     args = parser.parse_args()
     data = summarise(args.junit)

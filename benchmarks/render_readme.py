@@ -148,8 +148,8 @@ def render(results: Path, timing: dict) -> str:
     out = lines + [""]
     if timing:
         check = timing.get("make_check_seconds")
-        fast = (f" The fast tier, `make check`, took {check / 60:.1f} min from a fresh clone "
-                f"(install included)." if check else "")
+        fast = (f" The fast tier, `make check`, took {check:.0f} s (with `.venv` installed)."
+                if check else "")
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
                 f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
                 f"{timing['pytest_seconds'] / 60:.1f} min of tests (`tests/` "

@@ -16,6 +16,29 @@ ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer
                  "TrajectoryQueue", "ReplayShard", "ApexWorker", "ApexLearner")
 
 
+#: A notebook cell that uses Ray's core as notebook 00 does: a remote function and an actor class
+#: defined in the notebook, ``ray.wait``, ``ray.kill`` (run by the browser and twice-in-one-kernel
+#: tests; it needs ``ray`` imported and initialised).
+RAY_CORE_CELL = """@ray.remote
+def square(x):
+    return x * x
+
+@ray.remote
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k):
+        self.n += k
+        return self.n
+
+counter = Counter.remote()
+ready, _ = ray.wait([square.remote(i) for i in range(8)], num_returns=8, timeout=60)
+assert sorted(ray.get(ready)) == [i * i for i in range(8)]
+assert ray.get([counter.add.remote(k) for k in (1, 2, 3)])[-1] == 6  # a fresh actor each run
+ray.kill(counter)"""
+
+
 def _processes(names: tuple[str, ...]) -> list[tuple[int, str]]:
     """``(pid, command line)`` of this machine's processes whose command line or name holds
     one of ``names``."""

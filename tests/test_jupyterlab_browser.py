@@ -42,6 +42,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import RAY_CORE_CELL
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 #: Run All in the browser: what every notebook of the series does, in a few seconds of
@@ -57,24 +59,7 @@ from rlkit.distributed.a3c.driver import train_a3c_ray
 from rlkit.distributed.runtime.cluster import init_ray
 resources = init_ray()
 assert ray.is_initialized() and resources["CPU"] >= 1""",
-    """@ray.remote
-def square(x):
-    return x * x
-
-@ray.remote
-class Counter:
-    def __init__(self):
-        self.n = 0
-
-    def add(self, k):
-        self.n += k
-        return self.n
-
-counter = Counter.remote()
-ready, _ = ray.wait([square.remote(i) for i in range(8)], num_returns=8, timeout=60)
-assert sorted(ray.get(ready)) == [i * i for i in range(8)]
-assert ray.get([counter.add.remote(k) for k in (1, 2, 3)])[-1] == 6
-ray.kill(counter)""",
+    RAY_CORE_CELL,
     """config = A2CConfig(total_steps=4_000, eval_every=2_000, eval_episodes=2,
                    target_return=None)
 result = train_a3c_ray(config, num_workers=2, progress=True)

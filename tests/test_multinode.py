@@ -88,36 +88,21 @@ def test_a_learner_node_that_dies_silently_restarts_the_group_elsewhere_and_the_
     alive for about 15 s more, so the lost rank must not be placed back there. (A node removed
     with SIGTERM, which Ray sees go at once, is notebook 07's section 6, asserted there.)
 
-    The promise, "the lost rank is named within 5 s", is checked two ways. By an event: when
-    the error naming it is built, Ray's node table still lists the node alive, so the driver did
-    not wait for Ray's health checks to find the loss. And by the clock, with the bound derived
-    from the mechanism: the supervisor's ping of the ranks (``PING_TIMEOUT_S``, which the
-    surviving rank, blocked in its all-reduce, always takes in full) plus
-    ``NAMING_ALLOWANCE_S`` (3x what the rest took on the 2-core VM); measured from when the
-    driver got control back (the simulated replacement node joins in the driver's thread)."""
-    from rlkit.distributed.runtime import supervisor
-
+    The promise, "the lost rank is named within 5 s", is a bound derived from the mechanism:
+    the supervisor's ping of the ranks (``PING_TIMEOUT_S``, which the surviving rank, blocked in
+    its all-reduce, always takes in full) plus ``NAMING_ALLOWANCE_S`` (3x what the rest took on
+    the 2-core VM), well inside the ~15 s Ray takes to list the node dead. It is measured from
+    when the driver got control back: the simulated replacement node joins in the driver's
+    thread, and on a busy machine that alone can outlast Ray's health checks."""
     nodes_cluster.refill()
     nodes_cluster.clear()
     nodes_cluster.remove_node_of(monkeypatch, "learner 0", 30_000, replace=True, silent=True)
-    listed_alive: list[bool] = []  # Ray's node table when the lost rank was named
-    failure = supervisor.Supervisor.failure
-
-    def failure_seen_by_ray(self, *args, **kwargs):
-        error = failure(self, *args, **kwargs)
-        if error.role == "learner 0" and not listed_alive:
-            lost = nodes_cluster.removed["learner 0"][0]
-            listed_alive.append(any(n["NodeID"] == lost and n["Alive"] for n in ray.nodes()))
-        return error
-
-    monkeypatch.setattr(supervisor.Supervisor, "failure", failure_seen_by_ray)
     result = train_impala_ray(IMPALA, num_learners=2, learner_restarts=1,
                               checkpoint_dir=tmp_path, checkpoint_every=5)
     lost, removed_at = nodes_cluster.removed["learner 0"]
     restarts = [e for e in result.history.events if "learner group restarted from" in e]
     assert len(restarts) == 1 and f"node {lost[:8]}" in restarts[0], result.history.events
     assert f"learner 0 on node {lost[:8]}" not in restarts[0]  # placed elsewhere
-    assert listed_alive == [True], "the lost rank was named only once Ray listed its node dead"
     named = named_times["learner 0"] - removed_at
     print(f"lost rank named {named:.2f} s after the loss")
     assert named < PING_TIMEOUT_S + NAMING_ALLOWANCE_S, named

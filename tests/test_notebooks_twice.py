@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import wait_until_no_actors
+from conftest import RAY_CORE_CELL, wait_until_no_actors
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -32,26 +32,7 @@ from rlkit.train.checkpoint import load_checkpoint
 resources = init_ray()
 assert ray.is_initialized() and resources["CPU"] >= 1
 """,
-    """
-@ray.remote
-def square(x):
-    return x * x
-
-@ray.remote
-class Counter:
-    def __init__(self):
-        self.n = 0
-
-    def add(self, k):
-        self.n += k
-        return self.n
-
-counter = Counter.remote()
-ready, _ = ray.wait([square.remote(i) for i in range(8)], num_returns=8, timeout=60)
-assert sorted(ray.get(ready)) == [i * i for i in range(8)]
-assert ray.get([counter.add.remote(k) for k in (1, 2, 3)])[-1] == 6  # a fresh actor each run
-ray.kill(counter)
-""",
+    RAY_CORE_CELL,
     """
 config = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps=500_000,
                    eval_every=5_000, eval_episodes=2, target_return=None)
