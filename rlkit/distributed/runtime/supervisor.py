@@ -199,7 +199,7 @@ class Supervisor:
             raise
 
     def dead_roles(self) -> list[str]:
-        """The unreplaceable roles whose ``ping`` fails (one busy past PING_TIMEOUT_S is alive)."""
+        """The unreplaceable roles whose ``ping`` fails (one busy past ``PING_TIMEOUT_S`` lives)."""
         import ray
         from ray.exceptions import RayError
 
