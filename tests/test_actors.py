@@ -124,6 +124,28 @@ def test_workers_to_fill_gives_every_idle_cpu_a_worker_and_the_plan_counts_idle_
     assert plan_resources(2, 2.0).idle_cpus == 0.0  # the 2-core default uses both cores
 
 
+def test_the_learner_keeps_a_whole_cpu_up_to_a_named_count_of_workers():
+    """Notebook 07's nodes (a head with no CPU, three of 1 CPU): 40 workers at 0.05 CPU fit
+    beside the learner's whole CPU; the 41st halves the learner, and the plan says so; past
+    50 the refusal names both counts."""
+    from rlkit.distributed.runtime.placement import MIN_WORKER_CPUS, Node
+
+    cluster = [Node(f"n{i}", "10.0.0.1", c, 0.0, i == 0) for i, c in enumerate((0, 1, 1, 1))]
+    whole = plan_resources(40, cluster)
+    assert whole.learner_cpus == 1.0 and not whole.learner_halved
+    assert whole.whole_learner_workers == 40 == int(2 / MIN_WORKER_CPUS)
+    halved = plan_resources(41, cluster)
+    assert halved.learner_cpus == 0.5 and halved.learner_halved
+    assert halved.whole_learner_workers == 40
+    with pytest.raises(ValueError, match=r"Fix: use at most 50 workers \(at most 40 keep the "
+                                         r"learner on a whole CPU; more put it on half its node\)"):
+        plan_resources(51, cluster)
+    # one 2-CPU node: half the node is a whole CPU, so nothing is halved and both counts agree
+    with pytest.raises(ValueError, match=r"Fix: use at most 20 workers, or a bigger cluster"):
+        plan_resources(21, 2.0)
+    assert not plan_resources(20, 2.0).learner_halved
+
+
 @pytest.mark.parametrize("cpus", [1.0, 2.0, 3.0, 16.0])
 def test_resource_plan_never_overbooks(cpus):
     for workers in range(1, 9):

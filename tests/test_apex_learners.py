@@ -57,6 +57,22 @@ def test_float_gamma_and_equal_discounts_give_identical_targets():
     assert torch.equal(as_float, as_tensor)
 
 
+def test_read_only_arrays_from_ray_are_copied_without_a_warning():
+    """Ray's object store hands out read-only arrays; torch warns when it is asked to share one
+    (the pink warning notebook 07 showed). td_tensors copies those, and only those."""
+    import warnings
+
+    frozen = NStepBatch(*(np.array(field) for field in NSTEP))
+    for field in frozen:
+        field.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = td_tensors(frozen, None, CPU)
+    torch.testing.assert_close(t.rewards, torch.from_numpy(NSTEP.rewards))
+    assert t.actions.dtype == torch.as_tensor(NSTEP.actions).dtype
+    assert td_tensors(NSTEP, None, CPU).obs.data_ptr() == NSTEP.obs.ctypes.data  # writable: shared
+
+
 def test_one_step_batch_uses_gamma_and_a_missing_gamma_is_an_error():
     one_step = Batch(*NSTEP[:5])
     assert td_tensors(one_step, 0.9, CPU).discounts == 0.9

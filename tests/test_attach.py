@@ -287,3 +287,36 @@ def test_without_ray_address_init_ray_starts_its_own_instance_not_the_stray_one(
             and time.monotonic() < deadline:
         time.sleep(0.3)
     assert not left, f"the child's Ray instance left processes: {left}"
+
+
+@pytest.mark.parametrize("runtime_env, named", [
+    ("working_dir=.", r"runtime_env='working_dir=\.' must be a dict"),
+    ({"env_vars": {"OMP_NUM_THREADS": 1}}, r"runtime_env\['env_vars'\].*Fix: quote the values"),
+])
+def test_a_bad_runtime_env_is_named_before_ray_starts(runtime_env, named):
+    """Checked first, so no Ray instance starts (or is touched) for a bad one."""
+    with pytest.raises(ValueError, match=named):
+        init_ray(runtime_env=runtime_env)
+
+
+RUNTIME_ENV_CHILD = r"""
+import os, ray
+from rlkit.distributed.runtime.cluster import init_ray
+init_ray(num_cpus=1, runtime_env={"env_vars": {"RLKIT_PROBE": "on every worker"}})
+try:
+    init_ray(runtime_env={"env_vars": {}})
+except ValueError as err:
+    print("AGAIN", err)
+print("WORKER", ray.get(ray.remote(lambda: os.environ.get("RLKIT_PROBE")).remote()))
+ray.shutdown()
+"""
+
+
+@pytest.mark.ray
+def test_runtime_env_reaches_every_worker_and_cannot_change_once_attached():
+    """What notebook 07's real-cluster tips pass (env_vars such as GLOO_SOCKET_IFNAME) is set
+    in the workers; a second init_ray with another runtime_env is refused, not ignored."""
+    done = subprocess.run([sys.executable, "-c", RUNTIME_ENV_CHILD], cwd=ROOT,
+                          env=_clean_env(), capture_output=True, text=True, timeout=120)
+    assert "WORKER on every worker" in done.stdout, done.stderr[-3000:]
+    assert "AGAIN runtime_env was given, but Ray is already initialized" in done.stdout

@@ -54,6 +54,20 @@ def test_lunar_settings_build_the_task_and_render_a_result():
     assert lines[5] == "| 1 | False | - | - | 101 (cpu) | 120 |"
 
 
+def test_ppo_ablation_names_each_runs_outcome_and_counts_them_per_arm():
+    """benchmarks/ppo_ablation.py: held = every evaluation from the first at 475 stayed there;
+    reached = got there and fell back; never. Hand-made evaluation lists."""
+    from benchmarks.ppo_ablation import outcome, summarize
+
+    assert outcome([100.0, 475.0, 500.0]) == "held"
+    assert outcome([480.0, 300.0, 500.0]) == "reached"  # a later dip counts, even if it recovers
+    assert outcome([100.0, 474.9]) == "never" and outcome([]) == "never"
+    runs = {"a": {"0": {"outcome": "held"}, "1": {"outcome": "never"}},
+            "b": {"0": {"outcome": "reached"}, "1": {"outcome": "reached"}}}
+    assert summarize(runs) == {"a": {"held": 1, "reached": 0, "never": 1},
+                               "b": {"held": 0, "reached": 2, "never": 0}}
+
+
 def test_ppo_benchmark_summarizes_solved_seeds_and_renders_them(monkeypatch):
     """benchmarks/ppo.py: medians and ranges over the solved seeds only; a variant that solved
     none renders as "-"; Stable-Baselines3's run is skipped, not faked, where it is missing."""

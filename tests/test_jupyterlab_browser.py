@@ -1,6 +1,6 @@
 """The series works in JupyterLab itself, as a learner uses it: a real browser runs a notebook
 that does what the series' notebooks do (Ray's core, a distributed rlkit run with its progress
-bar, a figure, ``ray.shutdown()``), and measures the text of every architecture diagram in 04-06.
+bar, a figure, ``ray.shutdown()``), and measures the text of every architecture diagram in 04-07.
 
 nbval runs the notebooks through a kernel only, each once; a real browser re-running a whole
 notebook of the series would repeat that training and check nothing more about the browser, so
@@ -74,7 +74,7 @@ RUN_TIMEOUT_S = 300  # about 30 s on the 2-core VM; a 3x slower, loaded machine 
 #: The notebooks whose Mermaid diagrams are measured, and the smallest text allowed (CSS px as
 #: drawn on the page, at the viewport below with JupyterLab's default layout).
 DIAGRAM_NOTEBOOKS = ("04_apex_prioritized_replay.ipynb", "05_a3c_gradient_server.ipynb",
-                     "06_impala_vtrace.ipynb")
+                     "06_impala_vtrace.ipynb", "07_cluster.ipynb")
 MIN_DIAGRAM_TEXT_PX = 9.0
 RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::")  # as in conftest.our_ray_processes
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -495,7 +495,7 @@ DIAGRAM_TEXT_JS = r"""() => {
 
 @pytest.mark.parametrize("name", DIAGRAM_NOTEBOOKS)
 def test_every_diagram_text_is_legible_at_the_default_width(browser, lab, name):
-    """Each Mermaid diagram of notebooks 04-06, as JupyterLab draws it in a 1400 px wide window
+    """Each Mermaid diagram of notebooks 04-07, as JupyterLab draws it in a 1400 px wide window
     with its default layout (file browser open): every label's text is at least
     ``MIN_DIAGRAM_TEXT_PX`` high. Nothing is run: markdown renders without the kernel."""
     notebook = NOTEBOOKS / name

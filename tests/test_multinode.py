@@ -140,8 +140,13 @@ def test_a_restarted_group_trains_on_from_its_checkpoint(nodes_cluster, monkeypa
     restarts = [e for e in result.history.events if "learner group restarted from" in e]
     assert len(restarts) == 1 and f"{rank} lost" in restarts[0], result.history.events
     assert f"node {lost[:8]}" in restarts[0] and result.placement[rank] == lost
-    at, saved = map(int, re.search(r"step (\d+): .* at update (\d+) ", restarts[0]).groups())
+    found = re.search(r"step (\d+): .* at update (\d+), ", restarts[0])
+    assert found, restarts[0]
+    at, saved = map(int, found.groups())
     assert 2_000 <= at < 4_000 and 0 < saved <= updates_due(at, 1_000, config.train_every)
+    saved_steps, lost_updates = re.search(r"saved at ([\d,]+) env steps \((\d+) updates lost",
+                                          restarts[0]).groups()
+    assert int(saved_steps.replace(",", "")) <= at and int(lost_updates) >= 0
     assert result.env_steps >= 4_000
     if pattern == "dqn":
         assert result.updates == saved + updates_due(4_000 - at, 1_000, config.train_every)

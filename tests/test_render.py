@@ -18,6 +18,9 @@ def test_frames_follow_the_episode_evaluation_scores():
     assert frames[0].dtype == np.uint8 and frames[0].ndim == 3 and frames[0].shape[2] == 3
     html = animate_frames(frames[:3], "three frames")
     assert html.count("data:image/png;base64") == 3  # one embedded PNG per frame, no ffmpeg
+    # nothing fetched from the network: the buttons are Unicode symbols, not a CDN's icon font
+    assert "http" not in html and 'class="fa' not in html, html
+    assert all(symbol in html for symbol in ("\u25b6", "\u23f8", "\u23ee", "\u23ed"))
 
 
 def test_max_steps_stops_a_long_episode():

@@ -57,14 +57,21 @@ def td_tensors(batch: AnyBatch, gamma: float | None, device: torch.device) -> TD
         ValueError: if the batch has no ``discounts`` and ``gamma`` is ``None``.
     """
 
+    def tensor(values: np.ndarray | torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+        if isinstance(values, np.ndarray) and not values.flags.writeable:
+            # Ray hands out arrays read-only (they live in its shared object store); torch
+            # cannot share a read-only buffer, so it gets a copy (and no warning)
+            values = values.copy()
+        return torch.as_tensor(values, dtype=dtype, device=device)
+
     def floats(values: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return torch.as_tensor(values, dtype=torch.float32, device=device)
+        return tensor(values, torch.float32)
 
     discounts = getattr(batch, "discounts", None)
     if discounts is None and gamma is None:
         raise ValueError(f"a {type(batch).__name__} has no discounts and no gamma was given. "
                          "Fix: pass an NStepBatch (its discounts are gamma ** k per transition).")
-    return TDTensors(floats(batch.obs), torch.as_tensor(batch.actions, device=device),
+    return TDTensors(floats(batch.obs), tensor(batch.actions, None),
                      floats(batch.rewards), floats(batch.next_obs), floats(batch.terminations),
                      gamma if discounts is None else floats(discounts))
 

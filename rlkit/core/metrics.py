@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,15 +97,43 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]  # rlkit/core/metrics.py -> the repository
 
 
+def results_dir() -> Path:
+    """Where the notebooks keep their results: ``<repo>/results``, or ``$RLKIT_RESULTS_DIR``.
+
+    Each notebook writes ``<name>.json`` there (its curves and numbers); later notebooks and the
+    README read them. The variable points a run elsewhere, e.g. to an empty folder to check that
+    every notebook also runs on its own (``tests/test_notebooks_standalone.py``).
+    """
+    folder = os.environ.get("RLKIT_RESULTS_DIR")
+    return Path(folder) if folder else repo_root() / "results"
+
+
 def save_results(name: str, results: dict[str, Any]) -> Path:
-    """Write ``results`` to ``<repo>/results/<name>.json`` and return the path."""
-    path = repo_root() / "results" / f"{name}.json"
+    """Write ``results`` to ``results_dir() / f"{name}.json"`` and return the path."""
+    path = results_dir() / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1))
     return path
 
 
 def load_results(name: str) -> dict[str, Any] | None:
-    """Read ``<repo>/results/<name>.json``, or ``None`` if no run has written it yet."""
-    path = repo_root() / "results" / f"{name}.json"
+    """Read ``results_dir() / f"{name}.json"``, or ``None`` if no run has written it yet."""
+    path = results_dir() / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def saved_results(*names: str) -> dict[str, dict[str, Any]]:
+    """Other notebooks' results that are on disk, by name; one printed line per missing one.
+
+    A notebook that compares itself with earlier ones draws what exists and says what is
+    missing, so it still runs top to bottom on its own (in a fresh checkout, or after ``make
+    clean``): ``results/05_a3c.json is absent: run notebook 05 to add it``.
+    """
+    found = {}
+    for name in names:
+        result = load_results(name)
+        if result is None:
+            print(f"results/{name}.json is absent: run notebook {name[:2]} to add it")
+        else:
+            found[name] = result
+    return found

@@ -26,8 +26,9 @@ def moving_average(values: list[float], window: int) -> np.ndarray:
 
 def plot_reward_curves(histories: Mapping[str, History], x: XAxis = "steps",
                        target: float | None = None, window: int = 20,
-                       title: str | None = None, ax: plt.Axes | None = None) -> plt.Axes:
-    """Draw training returns (faint, plus a moving average) and greedy-evaluation points.
+                       title: str | None = None, ax: plt.Axes | None = None,
+                       evaluation: str = "greedy") -> plt.Axes:
+    """Draw training returns (faint, plus a moving average) and evaluation points.
 
     Args:
         histories: Label -> :class:`History`; one colour per run.
@@ -36,6 +37,8 @@ def plot_reward_curves(histories: Mapping[str, History], x: XAxis = "steps",
         window: Episodes in the moving average.
         title: Axes title.
         ax: Axes to draw on (a new figure if ``None``).
+        evaluation: How the evaluations act, for the legend: ``"greedy"`` (the best action of
+            a discrete policy) or ``"deterministic"`` (the mean action of a continuous one).
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
@@ -49,7 +52,7 @@ def plot_reward_curves(histories: Mapping[str, History], x: XAxis = "steps",
                     label=f"{label}: training (mean of {window})")
         if vx:
             ax.errorbar(vx, h.eval_returns, yerr=h.eval_stds, fmt="o", color=color, ms=4,
-                        capsize=2, label=f"{label}: greedy eval")
+                        capsize=2, label=f"{label}: {evaluation} eval")
     if target is not None:
         ax.axhline(target, color="k", ls="--", lw=1, label=f"solved ({target:g})")
     ax.set_xlabel("env steps" if x == "steps" else "wall-clock seconds")

@@ -3,12 +3,15 @@
 Frames come from gymnasium's ``render_mode="rgb_array"`` (pygame draws them off-screen, no
 display needed) and play as a matplotlib animation converted to HTML with ``to_jshtml``: plain
 JavaScript and PNG frames, so no ffmpeg, no network access, and the animation is saved with
-the notebook when it is stored with outputs.
+the notebook when it is stored with outputs. The player's buttons are plain Unicode symbols:
+matplotlib draws them with Font Awesome icons fetched from a CDN, which a learner offline
+never sees.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import gymnasium as gym
 import matplotlib.pyplot as plt
@@ -16,6 +19,13 @@ import numpy as np
 from matplotlib import animation
 
 from rlkit.core.types import BatchPolicy
+
+#: matplotlib's player buttons (Font Awesome icon names) as Unicode symbols.
+BUTTON_SYMBOLS = {"fa fa-minus": "\u2212", "fa fa-fast-backward": "\u23ee",
+                  "fa fa-step-backward": "\u25c2", "fa fa-play fa-flip-horizontal": "\u25c0",
+                  "fa fa-pause": "\u23f8", "fa fa-play": "\u25b6",
+                  "fa fa-step-forward": "\u25b8", "fa fa-fast-forward": "\u23ed",
+                  "fa fa-plus": "+"}
 
 
 def episode_frames(env_id: str, policy: BatchPolicy, seed: int, max_steps: int = 500,
@@ -68,4 +78,11 @@ def animate_frames(frames: list[np.ndarray], title: str, fps: int = 25) -> str:
                                    blit=True)
     html = anim.to_jshtml(default_mode="once")
     plt.close(fig)
-    return html
+    return _offline_buttons(html)
+
+
+def _offline_buttons(html: str) -> str:
+    """``html`` without the icon font's CDN link, each icon replaced by its Unicode symbol."""
+    html = re.sub(r'<link rel="stylesheet"\s+href="https?://[^"]*font-awesome[^"]*">', "", html)
+    return re.sub(r'<i class="([^"]+)"></i>',
+                  lambda icon: BUTTON_SYMBOLS.get(icon.group(1), icon.group(0)), html)

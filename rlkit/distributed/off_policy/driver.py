@@ -108,7 +108,7 @@ class OffPolicyRun(DriverRun):
                             None if algo.action_kind == "discrete" else act_dim,
                             free=free, where=where)
         self.algo, self.config, self.opts = algo, config, opts
-        self.num_workers, self.updates_asked = num_workers, self.updates
+        self.num_workers = num_workers  # (self.updates: the updates asked of the learner)
         self.launched_steps = self.env_steps
         self.learner_calls: deque[list[ObjectRef]] = deque()  # each: one ref per rank
         self.evaluating = False
@@ -167,13 +167,13 @@ class OffPolicyRun(DriverRun):
             # Rate limiter: ask the learner for exactly the updates these env steps allow.
             due = updates_owed(self.env_steps, self.config, self.resumed)
             self.learner_calls.append([self.supervisor[role].add_and_train.remote(
-                batch_ref, due - self.updates_asked) for role in self.learner_roles])
-            self.updates_asked = due
+                batch_ref, due - self.updates) for role in self.learner_roles])
+            self.updates = due
         for episode_return in stats.episode_returns:
             self.history.log_episode(self.env_steps, self.clock(), episode_return)
         while len(self.learner_calls) > self.opts.max_learner_lag:
             self.learner_result(self.learner_calls.popleft())
-        self.maybe_save(self.updates_asked)
+        self.maybe_save(self.updates)
         self.launch(i)
 
     def schedule(self) -> None:
@@ -231,10 +231,10 @@ class OffPolicyRun(DriverRun):
     def after_learner_restart(self, saved: Checkpoint) -> None:
         """The group is back at ``saved``, its calls in flight dropped: the rate limiter goes
         on from the checkpoint's update count, after refilling ``learning_starts`` env steps
-        where the replay was lost (a group's shares; a checkpoint without the buffer)."""
+        where the replay was lost (a group's shares; a checkpoint without the buffer).
+        (``self.updates`` is back at the checkpoint's already.)"""
         self.learner_calls.clear()
         self.resumed = dataclasses.replace(saved, env_steps=self.env_steps)
-        self.updates_asked = saved.updates
 
     # --- start, finish, save --------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import socket
 import threading
 import warnings
 from pathlib import Path
+from typing import Any
 
 
 #: The environment variable holding Ray's ``max_direct_call_object_size``: an argument or a
@@ -35,7 +36,8 @@ def inline_limit() -> int:
     return int(value) if value.isdigit() else RAY_DEFAULT_INLINE_LIMIT
 
 
-def init_ray(num_cpus: int | None = None) -> dict[str, float]:
+def init_ray(num_cpus: int | None = None,
+             runtime_env: dict[str, Any] | None = None) -> dict[str, float]:
     """Attach to the cluster at ``RAY_ADDRESS`` if set, else start a local one; no dashboard.
 
     ``RAY_ADDRESS`` may be ``host:port`` (the head's GCS port, 6379 by default), ``auto`` (the
@@ -56,6 +58,10 @@ def init_ray(num_cpus: int | None = None) -> dict[str, float]:
 
     Args:
         num_cpus: CPUs a *local* instance offers (default: all logical cores).
+        runtime_env: Ray's runtime environment for every process this driver starts, on any
+            node: e.g. ``{"working_dir": ".", "env_vars": {"GLOO_SOCKET_IFNAME": "eth0"}}``
+            ships the project's files to each node and sets the variables in every actor.
+            Only at the first call: a process already attached cannot change it.
 
     Returns:
         The cluster's resources, e.g. ``{"CPU": 2.0, ...}``.
@@ -65,14 +71,20 @@ def init_ray(num_cpus: int | None = None) -> dict[str, float]:
             there, ``auto`` finds no cluster, or the cluster refuses this process's token (none
             or a wrong one). The message names ``RAY_ADDRESS`` and the fix.
         ImportError: ``RAY_ADDRESS`` is a ``ray://`` address and ``ray[client]`` is missing.
-        ValueError: ``RAY_ADDRESS`` is not one of the forms above.
+        ValueError: ``RAY_ADDRESS`` is not one of the forms above; ``runtime_env`` is not a
+            dict (with ``env_vars`` a dict of strings), or Ray is already initialized here.
     """
     import ray
 
+    _check_runtime_env(runtime_env)
+    if runtime_env is not None and ray.is_initialized():
+        raise ValueError("runtime_env was given, but Ray is already initialized in this process, "
+                         "so it cannot apply. Fix: call ray.shutdown() first, or pass runtime_env "
+                         "to the first init_ray().")
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS", "")
         if address and address != "local":
-            _attach(ray, address)
+            _attach(ray, address, runtime_env)
         else:
             mode = os.environ.get("RAY_AUTH_MODE", "")
             if mode and mode.lower() != "token":
@@ -81,12 +93,27 @@ def init_ray(num_cpus: int | None = None) -> dict[str, float]:
                               "here. Fix: unset RAY_AUTH_MODE.", stacklevel=2)
             os.environ.setdefault(INLINE_LIMIT_ENV, str(LOCAL_INLINE_LIMIT))
             ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
-                     log_to_driver=True)
+                     log_to_driver=True, runtime_env=runtime_env)
             protect_token_file()
     return ray.cluster_resources()
 
 
-def _attach(ray, address: str) -> None:
+def _check_runtime_env(runtime_env: Any) -> None:
+    """``runtime_env`` is ``None`` or a dict whose ``env_vars``, if any, map strings to
+    strings (what Ray requires; it would otherwise fail inside the first actor's start)."""
+    if runtime_env is None:
+        return
+    if not isinstance(runtime_env, dict):
+        raise ValueError(f"runtime_env={runtime_env!r} must be a dict, e.g. {{'working_dir': '.', "
+                         f"'env_vars': {{'GLOO_SOCKET_IFNAME': 'eth0'}}}}. Fix: pass a dict.")
+    env_vars = runtime_env.get("env_vars", {})
+    if not isinstance(env_vars, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env_vars.items()):
+        raise ValueError(f"runtime_env['env_vars']={env_vars!r} must map names to strings. "
+                         f"Fix: quote the values, e.g. {{'OMP_NUM_THREADS': '1'}}.")
+
+
+def _attach(ray, address: str, runtime_env: dict[str, Any] | None = None) -> None:
     """Check that the cluster at ``address`` (``RAY_ADDRESS``) answers, then attach to it."""
     where = f"RAY_ADDRESS={address!r}"
     host, port = _host_port(address, where)
@@ -109,7 +136,7 @@ def _attach(ray, address: str) -> None:
         _probe_gcs(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", where,
                    auto=address == "auto")
     try:
-        ray.init(address=address)
+        ray.init(address=address, runtime_env=runtime_env)
     except Exception as err:
         if _refused_token(err):
             raise ConnectionError(token_error_message(where)) from err

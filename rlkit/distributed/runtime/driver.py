@@ -29,8 +29,8 @@ from rlkit.core.validation import fail
 from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.learner_calls import LearnerCalls
 from rlkit.distributed.runtime.options import RunOptions
-from rlkit.distributed.runtime.placement import (ResourcePlan, cluster_nodes, free_memory_on,
-                                                 plan_resources, workers_to_fill)
+from rlkit.distributed.runtime.placement import (MIN_WORKER_CPUS, ResourcePlan, cluster_nodes,
+                                                 free_memory_on, plan_resources, workers_to_fill)
 from rlkit.distributed.runtime.supervisor import RoleFailedError, Supervisor
 from rlkit.notebook.progress import ProgressBar
 from rlkit.train.checkpoint import Checkpointer, load_checkpoint, save_on_interrupt
@@ -142,6 +142,11 @@ class DriverRun(LearnerCalls):
         self.learner_roles = list(self.supervisor.plan.learner_roles)
         self.LEARNER = self.learner_roles[0]  # rank 0 holds the state a checkpoint keeps
         plan = self.supervisor.plan
+        if plan.learner_halved:
+            self.history.events.append(
+                f"step {self.env_steps}: num_workers={num_workers} is more than the "
+                f"{plan.whole_learner_workers} that fit beside a learner on a whole CPU "
+                f"({MIN_WORKER_CPUS} CPU each): the learner gets {plan.learner_cpus:g} CPU")
         if plan.idle_cpus >= 1:  # the default worker count does not grow with the cluster
             fill = workers_to_fill(plan.nodes, len(self.learner_roles), shards)
             self.history.events.append(

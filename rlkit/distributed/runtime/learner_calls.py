@@ -130,7 +130,9 @@ class LearnerCalls:
         where = ", ".join(f"{r} on {self.supervisor.plan.node(r)}" for r in self.learner_roles)
         self.history.events.append(
             f"step {self.env_steps}: {error.role} lost ({str(error).split(' (')[0]}); the "
-            f"learner group restarted from {last} at update {saved.updates} ({where}) in "
+            f"learner group restarted from {last} at update {saved.updates}, saved at "
+            f"{saved.env_steps:,} env steps ({self.updates - saved.updates} updates lost; "
+            f"{where}) in "
             f"{time.perf_counter() - begin:.1f} s ({started - begin:.1f} s to start the ranks)")
         self.updates = saved.updates
         return saved

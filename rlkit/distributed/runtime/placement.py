@@ -97,11 +97,17 @@ class ResourcePlan:
         nodes: The nodes planned on (the driver's first).
         slots: ``{role: Slot}`` for the learners, workers and shards.
         learner_roles: The learner ranks' role names (``("learner",)`` for one learner).
+        whole_learner_workers: The most workers that fit beside the learner ranks on whole
+            CPUs (a plan for more gives each rank at most half its node).
+        learner_halved: The learner ranks gave up CPUs (to at most half their node) so that
+            every worker gets its minimum share.
     """
 
     nodes: tuple[Node, ...]
     slots: dict[str, Slot] = field(default_factory=dict)
     learner_roles: tuple[str, ...] = ("learner",)
+    whole_learner_workers: int | None = None
+    learner_halved: bool = False
 
     @property
     def learner_cpus(self) -> float:
@@ -183,7 +189,9 @@ def plan_resources(num_workers: int, cluster: float | Sequence[Node],
     """Place the learner(s), the workers and the shards on the cluster's nodes.
 
     Each learner rank gets 1 CPU on the node with the most CPUs left (the driver's first on a
-    tie), or half a node where a whole CPU would leave the others no room; the shards share its
+    tie), or at most half its node where a whole CPU would leave the others no room (for more
+    workers than ``ResourcePlan.whole_learner_workers``, those that fit at ``MIN_WORKER_CPUS``
+    each beside whole learners; the drivers log an event when it happens); the shards share its
     node (``learner`` rank 0's: they serve it); the workers fill the nodes' remaining CPUs
     evenly, at most 1 CPU each. On one 2-CPU node: learner 1, two workers 0.5 each; on three
     1-CPU nodes and 3 workers: learner 1 on the first, workers 1 and 0.5 + 0.5 on the others.
@@ -231,12 +239,16 @@ def plan_resources(num_workers: int, cluster: float | Sequence[Node],
         free[node.node_id] -= slots[role].cpus
         gpus_free[node.node_id] -= learner_gpus
     home = slots[roles[0]].node_id
+    # the most workers that fit beside learners on whole CPUs; past it, the learners shrink
+    whole = sum(int(floor4(free[k]) / MIN_WORKER_CPUS + 1e-9) for k in free) - shards
+    halved = False
     if sum(free.values()) < MIN_WORKER_CPUS * (num_workers + shards) or (
             shards and free[home] < MIN_WORKER_CPUS * shards):
         for role in roles:  # the learners leave half their node to the others
             node_id = slots[role].node_id
             ranks_here = sum(s.node_id == node_id for r, s in slots.items() if r in roles)
             half = next(n for n in nodes if n.node_id == node_id).cpus / 2 / ranks_here
+            halved = halved or floor4(min(slots[role].cpus, half)) < slots[role].cpus
             free[node_id] += slots[role].cpus - floor4(min(slots[role].cpus, half))
             slots[role] = replace(slots[role], cpus=floor4(min(slots[role].cpus, half)))
     count = {n.node_id: 0 for n in nodes}
@@ -255,12 +267,14 @@ def plan_resources(num_workers: int, cluster: float | Sequence[Node],
             f"num_workers={num_workers}{besides} is too many for a cluster of "
             f"{len(nodes)} node{'s' * (len(nodes) > 1)} of {sizes} CPUs (beside the learner, "
             f"a worker would get {min(share.values()):.3f} CPU, below {MIN_WORKER_CPUS}). "
-            f"Fix: use at most {max(fits_count, 0)} workers{besides}, or a bigger cluster.")
+            f"Fix: use at most {max(fits_count, 0)} workers{besides}"
+            + (f" (at most {max(whole, 0)} keep the learner on a whole CPU; more put it on half"
+               f" its node)" if whole < fits_count else "") + ", or a bigger cluster.")
     for k in range(shards):
         slots[f"shard {k}"] = Slot(home, share[home])
     for i, node_id in enumerate(placed):
         slots[f"worker {i}"] = Slot(node_id, share[node_id])
-    return ResourcePlan(nodes, slots, roles)
+    return ResourcePlan(nodes, slots, roles, max(whole, 0), halved)
 
 
 def workers_to_fill(cluster: Sequence[Node], learners: int = 1, shards: int = 0) -> int:

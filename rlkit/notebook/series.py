@@ -1,0 +1,145 @@
+"""The series' map: each pattern the notebooks build, what travels between its processes, what
+its run measured (read from the notebooks' ``results/*.json``), when it pays, and what to read
+next. Notebook 06 shows the patterns of 01-06; notebook 08 ends the series with all of them.
+A later notebook adds its patterns to :data:`PATTERNS`.
+
+A notebook not run yet has no results file: its rows are kept, with the numbers missing and
+the notebook to run named, so the map draws in a fresh checkout too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One row of the map.
+
+    Attributes:
+        notebook: The notebook that builds it, e.g. ``"02"``.
+        name: The pattern, e.g. ``"DQN on Ray"``.
+        task: ``"CartPole"`` (solved at 475) or ``"Pendulum"`` (-200).
+        travels: What moves between processes.
+        policy: ``"off"`` or ``"on"`` (with how a lag is corrected, where there is one).
+        results: The notebook's results file (``results/<results>.json``).
+        env_steps: The key of the env steps to solve in that file (``a/b`` for a nested one).
+        seconds: The key of the seconds to solve.
+        pays_when: When this pattern is the one to use.
+        read_next: RLlib's counterpart, a single-file reference, the paper.
+    """
+
+    notebook: str
+    name: str
+    task: str
+    travels: str
+    policy: str
+    results: str
+    env_steps: str
+    seconds: str
+    pays_when: str
+    read_next: str
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern("01", "DQN, one process (median of its seeds)", "CartPole", "nothing: one process",
+            "off", "01_dqn_single_process", "median_env_steps", "median_wall_seconds",
+            "a cheap env and a small network: nothing is worth a second process",
+            "CleanRL `dqn.py`; Mnih et al., 2015; van Hasselt et al., 2016 (Double DQN)"),
+    Pattern("02", "DQN on Ray", "CartPole", "transitions to the learner; weights to the workers",
+            "off", "02_dqn_ray_parallel", "solved_at_env_steps", "solved_at_seconds",
+            "acting and env steps cost enough to move off the learner's core",
+            "RLlib `DQNConfig` with `env_runners(num_env_runners=...)`"),
+    Pattern("03", "SAC on Ray", "Pendulum", "transitions to the learner; weights to the workers",
+            "off", "03_sac_gpu_ray", "solved_at_env_steps", "solved_at_seconds",
+            "continuous actions; a GPU learner fed by CPU workers",
+            "RLlib `SACConfig`; CleanRL `sac_continuous_action.py`; Haarnoja et al., 2018"),
+    Pattern("04", "Ape-X DQN", "CartPole",
+            "n-step transitions + priorities to the shards; sampled batches to the learner, new "
+            "priorities back; weights to the workers", "off", "04_apex", "dqn_env_steps",
+            "dqn_wall_seconds",
+            "many actors, a big replay: the shards serve batches faster than one buffer could",
+            "Horgan et al., 2018 (Ape-X); Schaul et al., 2016 (prioritized replay)"),
+    Pattern("04", "Ape-X DDPG", "Pendulum", "as Ape-X DQN", "off", "04_apex", "ddpg_env_steps",
+            "ddpg_wall_seconds", "as Ape-X DQN, for continuous actions",
+            "Lillicrap et al., 2016 (DDPG); Horgan et al., 2018"),
+    Pattern("05", "A3C", "CartPole", "gradients to the server; weights back to that worker",
+            "on (stale gradients accepted)", "05_a3c", "env_steps", "wall_seconds",
+            "workers of uneven speed, small gradients; staleness is tolerable",
+            "Mnih et al., 2016 (A3C)"),
+    Pattern("05", "A2C", "CartPole", "gradients to the server, one round at a time; weights to "
+            "all", "on", "05_a3c", "a2c_env_steps", "a2c_wall_seconds",
+            "the simplest on-policy baseline: no staleness, workers wait for the slowest",
+            "Mnih et al., 2016 (A2C is A3C's synchronous variant)"),
+    Pattern("06", "IMPALA", "CartPole", "trajectories + behaviour log-probs to the learner; "
+            "weights to the actors", "on, V-trace corrected", "06_impala", "env_steps",
+            "wall_seconds", "env steps are cheap and plentiful; actors never wait",
+            "RLlib `IMPALAConfig`; Espeholt et al., 2018"),
+    Pattern("07", "IMPALA, learner group of 2", "CartPole",
+            "as IMPALA, plus the gradients all-reduced between the ranks (gloo)",
+            "on, V-trace corrected", "07_cluster", "env_steps_to_solve/2 learners",
+            "seconds_to_solve/2 learners",
+            "the update is the bottleneck and each rank has cores or a GPU of its own",
+            "RLlib `LearnerGroup`; PyTorch `DistributedDataParallel`"),
+    Pattern("08", "PPO on Ray", "CartPole", "fragments to the learner; weights to the workers, "
+            "who wait for them", "on (lag 0)", "08_ppo", "env_steps", "wall_seconds",
+            "on-policy with each batch reused for many SGD steps",
+            "RLlib `PPOConfig`; CleanRL `ppo.py`; Schulman et al., 2017"),
+    Pattern("08", "APPO", "CartPole", "as IMPALA, with PPO's learner", "on, clipped against the "
+            "acting policy, V-trace targets", "08_ppo", "appo_env_steps", "appo_wall_seconds",
+            "the rollouts are the slow part: many workers or slow simulators",
+            "RLlib `APPOConfig`"),
+    Pattern("08", "PPO, Gaussian policy, one process", "Pendulum", "nothing: one process", "on",
+            "08_ppo", "pendulum_env_steps", "pendulum_wall_seconds",
+            "continuous actions without a replay buffer",
+            "CleanRL `ppo_continuous_action.py`"),
+)
+
+
+def _lookup(result: Mapping[str, Any], key: str) -> Any:
+    for part in key.split("/"):
+        result = result[part]
+    return result
+
+
+def series_rows(saved: Mapping[str, Mapping[str, Any]], up_to: str = "99"
+                ) -> list[dict[str, Any]]:
+    """One dict per pattern of the notebooks up to ``up_to``: the :class:`Pattern`'s fields,
+    plus ``env_steps`` and ``seconds`` to solve from ``saved`` (results by name, e.g. from
+    :func:`rlkit.core.metrics.saved_results`), ``None`` where that notebook has not run.
+    CartPole's rows first, then Pendulum's, each in the series' order."""
+    rows = []
+    for p in PATTERNS:
+        if p.notebook > up_to:
+            continue
+        result = saved.get(p.results)
+        rows.append({**p.__dict__, "env_steps": None if result is None else _lookup(
+            result, p.env_steps), "seconds": None if result is None else _lookup(
+            result, p.seconds)})
+    return sorted(rows, key=lambda row: row["task"])  # (a stable sort: notebook order kept)
+
+
+def series_table(rows: list[dict[str, Any]], columns: tuple[str, ...] = (
+        "task", "pattern", "travels", "policy", "env_steps", "seconds")) -> str:
+    """``rows`` (:func:`series_rows`) as a Markdown table; a missing number reads "run NN"."""
+    titles = {"task": "task", "pattern": "notebook: pattern", "travels": "what travels between "
+              "processes", "policy": "policy", "env_steps": "env steps", "seconds": "seconds",
+              "pays_when": "when it pays", "read_next": "read next"}
+    right = {"env_steps", "seconds"}
+    lines = ["| " + " | ".join(titles[c] for c in columns) + " |",
+             "| " + " | ".join("---:" if c in right else "---" for c in columns) + " |"]
+    for row in rows:
+        cells = []
+        for c in columns:
+            if c == "pattern":
+                cells.append(f"{row['notebook']} {row['name']}")
+            elif c in right:
+                value = row[c]
+                cells.append(f"run {row['notebook']}" if value is None else
+                             f"{value:,}" if c == "env_steps" else f"{value:.1f}")
+            else:
+                cells.append(str(row[c]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
