@@ -5,8 +5,9 @@ fresh checkout (``results/`` is not committed) or after ``make clean`` those fil
 and the notebook must draw what exists and say what is missing, not stop. Running every
 notebook again against an empty folder would cost as much as the whole notebook tier, so this
 test runs only the cells that read another notebook's results (and a check cell that reads
-what they computed), after the notebook's imports, with the notebook's own earlier results
-stood in for by hand-made ones (``OWN_STATE``), against an empty ``RLKIT_RESULTS_DIR``.
+what they computed), after the notebook's imports, with the notebook's own earlier state and
+results stood in for by hand-made ones (``OWN_STATE``, ``OWN_RESULTS``) and its trainers by
+stand-ins that return at once (``TRAINERS``), against an otherwise empty ``RLKIT_RESULTS_DIR``.
 
 A cell found here that needs a name the test does not provide fails with ``NameError``: give
 it a stand-in in ``OWN_STATE`` (it is the notebook's own state, never another notebook's).
