@@ -41,6 +41,20 @@ def summarize(runs: dict[str, dict[str, dict]]) -> dict[str, dict[str, int]]:
             for arm, by_seed in runs.items()}
 
 
+def readme_lines(data: dict) -> list[str]:
+    """The README's table: per arm, how many seeds held, reached or never reached the target."""
+    seeds, s = len(data["seeds"]), data["seeds"]
+    seed_text = f"{s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else ", ".join(map(str, s))
+    out = [f"**What PPO's epochs and clip buy** (`python -m benchmarks.ppo_ablation`; CartPole-v1, "
+           f"{data['budget']:,} env steps per run with no early stop, seeds {seed_text}; *held* = every greedy evaluation from the "
+           f"first at {data['target']:g} stayed there, *reached* = one got there and a later one "
+           f"fell back):", "", "| arm | held | reached, then fell back | never reached |",
+           "| --- | --- | --- | --- |"]
+    out += [f"| {arm} | {c['held']}/{seeds} | {c['reached']}/{seeds} | {c['never']}/{seeds} |"
+            for arm, c in data["summary"].items()]
+    return out + [""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2,3,4")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks.lunar import readme_lines
 from benchmarks.ppo import readme_lines as ppo_lines
+from benchmarks.ppo_ablation import readme_lines as ppo_ablation_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -208,6 +209,9 @@ def render(results: Path, timing: dict) -> str:
     ppo = _load(bench / "ppo.json")
     if ppo:
         out += ppo_lines(ppo)
+    ablation = _load(bench / "ppo_ablation.json")
+    if ablation:
+        out += ppo_ablation_lines(ablation)
     lunar = _load(bench / "lunar.json")
     if lunar:
         out += readme_lines(lunar)

@@ -57,7 +57,7 @@ def test_lunar_settings_build_the_task_and_render_a_result():
 def test_ppo_ablation_names_each_runs_outcome_and_counts_them_per_arm():
     """benchmarks/ppo_ablation.py: held = every evaluation from the first at 475 stayed there;
     reached = got there and fell back; never. Hand-made evaluation lists."""
-    from benchmarks.ppo_ablation import outcome, summarize
+    from benchmarks.ppo_ablation import outcome, readme_lines, summarize
 
     assert outcome([100.0, 475.0, 500.0]) == "held"
     assert outcome([480.0, 300.0, 500.0]) == "reached"  # a later dip counts, even if it recovers
@@ -66,6 +66,12 @@ def test_ppo_ablation_names_each_runs_outcome_and_counts_them_per_arm():
             "b": {"0": {"outcome": "reached"}, "1": {"outcome": "reached"}}}
     assert summarize(runs) == {"a": {"held": 1, "reached": 0, "never": 1},
                                "b": {"held": 0, "reached": 2, "never": 0}}
+    lines = readme_lines({"budget": 40_000, "target": 475.0, "seeds": [0, 1],
+                          "summary": summarize(runs)})
+    assert "40,000 env steps" in lines[0] and "seeds 0-1" in lines[0]
+    assert lines[4:6] == ["| a | 1/2 | 0/2 | 1/2 |", "| b | 0/2 | 2/2 | 0/2 |"]
+    assert "seeds 3, 7;" in readme_lines({"budget": 1, "target": 1.0, "seeds": [3, 7],
+                                          "summary": {}})[0]
 
 
 def test_ppo_benchmark_summarizes_solved_seeds_and_renders_them(monkeypatch):
