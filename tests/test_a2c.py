@@ -47,7 +47,8 @@ def test_nstep_termination_at_last_step_ignores_last_value():
 
 
 def test_nstep_rejects_wrong_shapes():
-    with pytest.raises(ValueError, match="T, N"):
+    with pytest.raises(ValueError, match=r"rewards has shape \(3,\), but nstep_advantages "
+                                         r"needs time-major \(T, B\).*Fix:"):
         nstep_advantages(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3),
                          np.zeros(1), G)
 

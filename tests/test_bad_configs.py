@@ -139,6 +139,8 @@ CROSS = [
     (lambda: SACConfig(target_return=math.nan), r"target_return=nan must be a finite number "
      r"or None"),
     (lambda: RayOptions(checkpoint_every=0), r"checkpoint_every=0 must be an int >= 1"),
+    (lambda: RunOptions(checkpoint_every=5), r"checkpoint_every=5 says how often to save, but "
+     r"checkpoint_dir is not set.*Fix:"),
 ]
 
 

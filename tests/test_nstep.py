@@ -45,6 +45,14 @@ def test_truncation_cuts_the_return_and_bootstraps_from_the_real_final_observati
     assert out.discounts[first] == pytest.approx(G**2)
 
 
+def test_gamma_zero_gives_each_step_its_own_reward_and_no_bootstrap():
+    """gamma = 0 is a valid DQN setting (each target is the one reward): the builder agrees, so
+    Ape-X takes it as DQN does instead of refusing it inside a worker."""
+    batch, ends = _episode([1, 2, 4, 8], [0, 0, 0, 0], [0, 0, 0, 0])
+    out = NStepBuilder(3, 0.0, 1).add(batch, ends)
+    assert out.rewards.tolist() == [1.0, 2.0] and out.discounts.tolist() == [0.0, 0.0]
+
+
 def test_windows_cross_fragment_boundaries_exactly_once():
     rng = np.random.default_rng(0)
     rewards = rng.random(40).astype(np.float32)

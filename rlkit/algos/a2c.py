@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlkit.algos.vtrace import check_time_major
 from rlkit.core.common import eval_seed
 from rlkit.core.networks import (load_numpy_weights, load_optimizer_state, make_adam, mlp,
                                  module_weights)
@@ -148,9 +149,10 @@ def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.n
     Returns:
         ``(returns (T, N), advantages (T, N))``, ``advantages = returns - values``.
     """
-    if rewards.ndim != 2 or values.shape != rewards.shape or last_values.shape != rewards.shape[1:]:
-        raise ValueError(f"expected rewards/values (T, N) and last_values (N,), got "
-                         f"{rewards.shape}, {values.shape}, {last_values.shape}")
+    arrays = dict(rewards=rewards, values=values, terminations=terminations,
+                  truncations=truncations, final_values=final_values, last_values=last_values)
+    check_time_major("nstep_advantages", {k: np.shape(v) for k, v in arrays.items()},
+                     "last_values")
     returns = np.zeros_like(rewards, dtype=np.float64)
     following = last_values.astype(np.float64)
     for t in range(rewards.shape[0] - 1, -1, -1):

@@ -26,6 +26,7 @@ from torch import nn
 from rlkit.algos.a2c import ActorCritic, sampling_policy
 from rlkit.core.networks import mlp
 from rlkit.core.types import ActionKind, SamplingPolicy
+from rlkit.core.validation import fail
 from rlkit.envs.make import make_env
 
 
@@ -70,8 +71,11 @@ def make_actor_critic(obs_dim: int, action_dim: int, hidden: Sequence[int],
                       kind: ActionKind) -> ActorCritic | GaussianActorCritic:
     """A2C's categorical :class:`ActorCritic` for ``"discrete"`` (``action_dim`` actions), a
     :class:`GaussianActorCritic` for ``"continuous"`` (``action_dim`` numbers per action)."""
-    cls = ActorCritic if kind == "discrete" else GaussianActorCritic
-    return cls(obs_dim, action_dim, hidden)
+    heads = {"discrete": ActorCritic, "continuous": GaussianActorCritic}
+    if kind not in heads:
+        fail("kind", kind, "is not an action kind", 'pass "discrete" (a categorical head) or '
+             '"continuous" (a Gaussian head)')
+    return heads[kind](obs_dim, action_dim, hidden)
 
 
 def acting_policy(net: ActorCritic | GaussianActorCritic,

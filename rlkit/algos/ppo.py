@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+import dataclasses
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +72,17 @@ class PPOConfig(IMPALAConfig):
 
     def check(self) -> None:
         super().check()
+        if self.use_vtrace and self.synchronous:
+            fail("use_vtrace", self.use_vtrace, "with synchronous=True: a synchronous run has no "
+                 "policy lag for V-trace to correct, and V-trace would replace GAE (gae_lambda "
+                 "unused)", "keep use_vtrace=False for PPO, or pass synchronous=False as well "
+                 "for APPO")
+        default_lambda = next(f.default for f in dataclasses.fields(self)
+                              if f.name == "gae_lambda")
+        if self.use_vtrace and self.gae_lambda != default_lambda:
+            warnings.warn(f"gae_lambda={self.gae_lambda} has no effect with use_vtrace=True: "
+                          f"V-trace's targets take the place of GAE. Fix: leave gae_lambda at "
+                          f"its default, or set use_vtrace=False to use it.", stacklevel=5)
         if self.minibatch_size > self.steps_per_batch:
             fail("minibatch_size", self.minibatch_size, f"is larger than one batch "
                  f"(batch_fragments * unroll_length * envs_per_worker = {self.steps_per_batch}"

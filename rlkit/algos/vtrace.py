@@ -14,6 +14,7 @@ Everything here is time-major: a tensor of shape ``(T, B)`` holds ``T`` consecut
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import torch
@@ -37,6 +38,24 @@ class VTraceReturns(NamedTuple):
     advantages: torch.Tensor
 
 
+def check_time_major(owner: str, shapes: Mapping[str, tuple[int, ...]], last: str) -> None:
+    """Refuse inputs that are not one time-major grid: the first of ``shapes`` must be
+    ``(T, B)`` with ``T >= 1``, every other the same, except ``last`` (the values after the last
+    step), which must be ``(B,)``. The error names the input, the shape it must have, and ``owner``.
+    """
+    (first, reference), *_ = shapes.items()
+    if len(reference) != 2 or reference[0] < 1:
+        raise ValueError(f"{first} has shape {tuple(reference)}, but {owner} needs time-major "
+                         f"(T, B) inputs with T >= 1. Fix: pass at least one step, shaped "
+                         f"(steps, trajectories).")
+    for name, shape in shapes.items():
+        want = tuple(reference[1:] if name == last else reference)
+        if tuple(shape) != want:
+            raise ValueError(f"{name} has shape {tuple(shape)}, but {first} has "
+                             f"{tuple(reference)}, so {name} must be {want}. Fix: pass every "
+                             f"per-step input time-major (T, B) and {last} as (B,).")
+
+
 def check_vtrace_inputs(shapes: dict[str, tuple[int, ...]], rho_bar: float,
                         c_bar: float) -> None:
     """Raise ``ValueError`` naming the field and the fix for bad V-trace inputs.
@@ -51,18 +70,28 @@ def check_vtrace_inputs(shapes: dict[str, tuple[int, ...]], rho_bar: float,
                          f"rho_bar >= c_bar >= 0 (rho_bar sets which value function it converges "
                          f"to, c_bar only how fast). Fix: raise rho_bar to at least c_bar "
                          f"(the paper uses rho_bar = c_bar = 1.0).")
-    reference = shapes["behaviour_log_probs"]
-    if len(reference) != 2 or reference[0] < 1:
-        raise ValueError(f"behaviour_log_probs has shape {reference}, but V-trace needs "
-                         f"time-major (T, B) tensors with T >= 1. Fix: pass at least one step, "
-                         f"shaped (steps, trajectories).")
-    for name, shape in shapes.items():
-        want = reference[1:] if name == "bootstrap_value" else reference
-        if tuple(shape) != tuple(want):
-            raise ValueError(f"{name} has shape {tuple(shape)}, but behaviour_log_probs has "
-                             f"{tuple(reference)}, so {name} must be {tuple(want)}. Fix: pass "
-                             f"every per-step input time-major (T, B) and bootstrap_value as "
-                             f"(B,).")
+    check_time_major("vtrace", shapes, "bootstrap_value")
+
+
+def check_finite_inputs(inputs: dict[str, torch.Tensor]) -> None:
+    """Raise ``FloatingPointError`` (as a learner does for a non-finite loss) naming every
+    input that holds a NaN (or, except for the
+    log-probabilities, an infinity): one of them would make every target of its trajectory NaN.
+
+    A log-probability of ``-inf`` is allowed: an action the target policy can no longer take
+    gets ``rho = 0``, a finite answer. One host sync for the lot.
+    """
+    def bad(name: str, value: torch.Tensor) -> torch.Tensor:
+        return value.isnan().any() if name.endswith("log_probs") else ~value.isfinite().all()
+
+    flags = torch.stack([bad(name, value) for name, value in inputs.items()])
+    if bool(flags.any()):
+        names = [name for name, flag in zip(inputs, flags.tolist(), strict=True) if flag]
+        raise FloatingPointError(f"{', '.join(names)} hold{'s' * (len(names) == 1)} NaN or infinite "
+                         f"values, so V-trace would return NaN targets for the whole "
+                         f"trajectory. Fix: find where they became non-finite (a network that "
+                         f"diverged: lower the learning rate or clip the gradients; a reward or "
+                         f"an observation the env returned as NaN).")
 
 
 @torch.no_grad()
@@ -103,21 +132,27 @@ def vtrace(behaviour_log_probs: torch.Tensor, target_log_probs: torch.Tensor,
         gradient.
 
     Raises:
+        TypeError: for an input that is not a tensor.
         ValueError: naming the field and the fix, for mismatched shapes, ``T < 1``, or
             ``rho_bar < c_bar``.
+        FloatingPointError: for a NaN input (:func:`check_finite_inputs`).
     """
-    shapes = {"behaviour_log_probs": behaviour_log_probs.shape,
-              "target_log_probs": target_log_probs.shape, "rewards": rewards.shape,
-              "values": values.shape, "bootstrap_value": bootstrap_value.shape,
-              "discounts": discounts.shape}
+    inputs = {"behaviour_log_probs": behaviour_log_probs, "target_log_probs": target_log_probs,
+              "rewards": rewards, "values": values, "bootstrap_value": bootstrap_value,
+              "discounts": discounts}
     if truncations is not None:
-        shapes["truncations"] = truncations.shape
         if final_values is None:
             raise ValueError("truncations was given without final_values. Fix: pass "
                              "final_values (T, B), the value of the real observation after "
                              "each step, so a truncated step can bootstrap from it.")
-        shapes["final_values"] = final_values.shape
-    check_vtrace_inputs(shapes, rho_bar, c_bar)
+        inputs.update(truncations=truncations, final_values=final_values)
+    for name, value in inputs.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} is a {type(value).__name__}, but vtrace takes torch "
+                            f"tensors. Fix: pass torch.as_tensor({name}) (time-major (T, B); "
+                            f"bootstrap_value (B,)).")
+    check_vtrace_inputs({name: value.shape for name, value in inputs.items()}, rho_bar, c_bar)
+    check_finite_inputs(inputs)
 
     ratios = torch.exp(target_log_probs - behaviour_log_probs)
     rhos = ratios.clamp(max=rho_bar)

@@ -9,12 +9,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rlkit.core.metrics import History
+from rlkit.core.validation import COUNT, check_value, fail
 
 XAxis = Literal["steps", "seconds"]
 
 
 def moving_average(values: list[float], window: int) -> np.ndarray:
     """Trailing mean over up to ``window`` values: same length as ``values``."""
+    check_value("window", window, COUNT)
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return x
@@ -40,6 +42,13 @@ def plot_reward_curves(histories: Mapping[str, History], x: XAxis = "steps",
         evaluation: How the evaluations act, for the legend: ``"greedy"`` (the best action of
             a discrete policy) or ``"deterministic"`` (the mean action of a continuous one).
     """
+    if x not in ("steps", "seconds"):
+        fail("x", x, "is not an axis plot_reward_curves draws", 'pass x="steps" (env steps) or '
+             'x="seconds" (wall-clock seconds)')
+    if evaluation not in ("greedy", "deterministic"):
+        fail("evaluation", evaluation, "is not a kind of evaluation", 'pass "greedy" (a '
+             'discrete policy\'s best action) or "deterministic" (a continuous policy\'s mean)')
+    check_value("window", window, COUNT)
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
     for i, (label, h) in enumerate(histories.items()):

@@ -19,6 +19,7 @@ import numpy as np
 from matplotlib import animation
 
 from rlkit.core.types import BatchPolicy
+from rlkit.core.validation import COUNT, check_value
 
 #: matplotlib's player buttons (Font Awesome icon names) as Unicode symbols.
 BUTTON_SYMBOLS = {"fa fa-minus": "\u2212", "fa fa-fast-backward": "\u23ee",
@@ -42,6 +43,8 @@ def episode_frames(env_id: str, policy: BatchPolicy, seed: int, max_steps: int =
     Returns:
         ``(frames, episode return, steps)``; frames are ``(H, W, 3)`` uint8.
     """
+    check_value("every", every, COUNT)
+    check_value("max_steps", max_steps, COUNT)
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         # no screen (a server, CI): SDL's default video driver would print an error on stderr
         # although off-screen frames need no display; its "dummy" driver is made for this

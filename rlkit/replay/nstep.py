@@ -98,13 +98,14 @@ class NStepBuilder:
 
     Args:
         n: Steps per window (>= 1; 1 gives plain transitions with ``discounts = gamma``).
-        gamma: Discount in ``(0, 1]``.
+        gamma: Discount in ``[0, 1]`` (0: every target is the one reward ``r_t``, as DQN's
+            is with ``gamma = 0``).
         num_envs: ``N``, the envs stepped together.
     """
 
     def __init__(self, n: int, gamma: float, num_envs: int) -> None:
         check_value("n_step", n, int_rule(1, example=3, meaning="1 = one-step targets"))
-        check_value("gamma", gamma, number_rule(above=0, at_most=1, example=0.99))
+        check_value("gamma", gamma, number_rule(at_least=0, at_most=1, example=0.99))
         check_value("num_envs", num_envs, COUNT)
         self.n, self.gamma, self.num_envs = n, float(gamma), num_envs
         # per env: its last n-1 steps, their end flags, and whether their windows are unsent

@@ -7,7 +7,7 @@ versions are checked against.
 from __future__ import annotations
 
 from rlkit.algos.ppo import PPOConfig
-from rlkit.core.validation import require_instance
+from rlkit.core.validation import fail, require_instance
 from rlkit.train.impala import IMPALAResult, train_impala
 
 
@@ -22,4 +22,8 @@ def train_ppo(config: PPOConfig, progress: bool = False) -> IMPALAResult:
         ``approx_kl``, ``clip_fraction`` and loss parts, one entry per batch).
     """
     require_instance("train_ppo", "config", config, PPOConfig, "train_ppo(PPOConfig())")
+    if not config.synchronous:
+        fail("synchronous", config.synchronous, "is APPO, but train_ppo trains on-policy (every "
+             "batch acted by the weights being trained)", "call train_appo_ray(config) for APPO "
+             "on Ray, or train_impala(config, policy_lag=k) to simulate its lag in one process")
     return train_impala(config, policy_lag=0, progress=progress)

@@ -57,6 +57,10 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
     """
     require_instance("train_impala_ray", "config", config, IMPALAConfig,
                      "train_impala_ray(IMPALAConfig(...))")
+    if isinstance(config, PPOConfig):
+        raise TypeError(f"train_impala_ray was given a PPOConfig ({algorithm_name(config)}), "
+                        f"whose learner and checks belong to the PPO family. Fix: call "
+                        f"train_{algorithm_name(config).lower()}_ray(config).")
     return ImpalaRun(config, build(RunOptions, "train_impala_ray", options)).run()
 
 

@@ -55,3 +55,7 @@ class RunOptions(Validated):
         if self.learner_restarts and self.checkpoint_dir is None:
             fail("learner_restarts", self.learner_restarts, "restarts the learner from its "
                  "last checkpoint, but checkpoint_dir is not set", "pass checkpoint_dir=... too")
+        if self.checkpoint_every is not None and self.checkpoint_dir is None:
+            fail("checkpoint_every", self.checkpoint_every, "says how often to save, but "
+                 "checkpoint_dir is not set, so nothing would be saved", "pass "
+                 "checkpoint_dir=... too, or leave checkpoint_every out")

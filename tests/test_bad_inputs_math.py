@@ -1,0 +1,139 @@
+"""The catalogue of hostile inputs to the math and the notebook helpers (V-trace, n-step
+advantages, policy heads, plots, animations) and of settings that contradict each other or the
+function they are given to: each is refused at once with an error that names the argument and
+says ``Fix:``; the valid input next door still works. No Ray needed."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+from rlkit.algos.a2c import nstep_advantages  # noqa: E402
+from rlkit.algos.policy_heads import make_actor_critic  # noqa: E402
+from rlkit.algos.ppo import PPOConfig  # noqa: E402
+from rlkit.algos.vtrace import vtrace  # noqa: E402
+from rlkit.core.metrics import History  # noqa: E402
+from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
+from rlkit.notebook.plotting import moving_average, plot_reward_curves  # noqa: E402
+from rlkit.notebook.render import episode_frames  # noqa: E402
+from rlkit.train.ppo import train_ppo  # noqa: E402
+
+T, B = 4, 3
+
+
+def vtrace_inputs(**changes) -> dict:
+    """A valid V-trace call on a (4, 3) grid; ``changes`` replace single inputs."""
+    g = torch.Generator().manual_seed(0)
+    inputs = dict(behaviour_log_probs=-torch.rand(T, B, generator=g),
+                  target_log_probs=-torch.rand(T, B, generator=g),
+                  rewards=torch.ones(T, B), values=torch.rand(T, B, generator=g),
+                  bootstrap_value=torch.zeros(B), discounts=torch.full((T, B), 0.9))
+    return {**inputs, **changes}
+
+
+def nstep_inputs(**changes) -> dict:
+    inputs = dict(rewards=np.ones((T, B)), values=np.zeros((T, B)),
+                  terminations=np.zeros((T, B)), truncations=np.zeros((T, B)),
+                  final_values=np.zeros((T, B)), last_values=np.zeros(B), gamma=0.9)
+    return {**inputs, **changes}
+
+
+def with_nan(x: torch.Tensor) -> torch.Tensor:
+    x = x.clone()
+    x[1, 2] = math.nan
+    return x
+
+
+CASES = [
+    ("vtrace NaN target log-probs", lambda: vtrace(**vtrace_inputs(
+        target_log_probs=with_nan(vtrace_inputs()["target_log_probs"]))), FloatingPointError,
+     r"target_log_probs holds NaN or infinite values, so V-trace would return NaN targets.*Fix:"),
+    ("vtrace NaN rewards and infinite values", lambda: vtrace(**vtrace_inputs(
+        rewards=with_nan(torch.ones(T, B)), values=torch.full((T, B), math.inf))),
+     FloatingPointError,
+     r"rewards, values hold NaN or infinite values.*Fix:"),
+    ("vtrace numpy arrays", lambda: vtrace(**{k: v.numpy() for k, v in vtrace_inputs().items()}),
+     TypeError, r"behaviour_log_probs is a ndarray, but vtrace takes torch tensors. Fix: pass "
+     r"torch.as_tensor\(behaviour_log_probs\)"),
+    ("nstep_advantages values too short", lambda: nstep_advantages(**nstep_inputs(
+        values=np.zeros((T - 1, B)))), ValueError,
+     r"values has shape \(3, 3\), but rewards has \(4, 3\), so values must be \(4, 3\). Fix:"),
+    ("nstep_advantages last_values per step", lambda: nstep_advantages(**nstep_inputs(
+        last_values=np.zeros((T, B)))), ValueError, r"last_values must be \(3,\). Fix:"),
+    ("nstep_advantages truncations transposed", lambda: nstep_advantages(**nstep_inputs(
+        truncations=np.zeros((B, T)))), ValueError, r"truncations has shape \(3, 4\).*Fix:"),
+    ("nstep_advantages 1-d rewards", lambda: nstep_advantages(**nstep_inputs(
+        rewards=np.ones(T))), ValueError, r"rewards has shape \(4,\), but nstep_advantages needs "
+     r"time-major \(T, B\) inputs with T >= 1. Fix:"),
+    ("make_actor_critic misspelt kind", lambda: make_actor_critic(3, 1, (8,), "gausian"),
+     ValueError, r"kind='gausian' is not an action kind. Fix: pass \"discrete\""),
+    ("moving_average window 0", lambda: moving_average([1.0, 2.0], 0), ValueError,
+     r"window=0 must be an int >= 1.*Fix:"),
+    ("plot_reward_curves x minutes", lambda: plot_reward_curves({}, x="minutes"), ValueError,
+     r"x='minutes' is not an axis plot_reward_curves draws. Fix: pass x=\"steps\""),
+    ("plot_reward_curves evaluation mean", lambda: plot_reward_curves({}, evaluation="mean"),
+     ValueError, r"evaluation='mean' is not a kind of evaluation. Fix:"),
+    ("plot_reward_curves window 0", lambda: plot_reward_curves({}, window=0), ValueError,
+     r"window=0 must be an int >= 1.*Fix:"),
+    ("episode_frames every 0", lambda: episode_frames("CartPole-v1", None, 0, every=0),
+     ValueError, r"every=0 must be an int >= 1.*Fix:"),
+    ("train_ppo given APPO", lambda: train_ppo(PPOConfig(synchronous=False)), ValueError,
+     r"synchronous=False is APPO, but train_ppo trains on-policy.*Fix: call "
+     r"train_appo_ray\(config\)"),
+    ("train_impala_ray given PPO", lambda: train_impala_ray(PPOConfig()), TypeError,
+     r"train_impala_ray was given a PPOConfig \(PPO\).*Fix: call train_ppo_ray\(config\)"),
+    ("train_impala_ray given APPO", lambda: train_impala_ray(PPOConfig(synchronous=False)),
+     TypeError, r"Fix: call train_appo_ray\(config\)"),
+]
+
+
+@pytest.mark.parametrize("case, call, error, pattern", CASES, ids=[c[0] for c in CASES])
+def test_hostile_input_is_refused_naming_the_argument(case, call, error, pattern):
+    with pytest.raises(error, match=pattern) as caught:
+        call()
+    assert "Fix:" in str(caught.value)
+
+
+# ---- the valid inputs next door
+
+
+def test_vtrace_takes_an_action_the_target_policy_can_no_longer_take():
+    """A target log-probability of -inf is not an error: that step's importance weight is 0,
+    and the targets stay finite."""
+    target = vtrace_inputs()["target_log_probs"].clone()
+    target[0, 0] = -math.inf
+    out = vtrace(**vtrace_inputs(target_log_probs=target))
+    assert out.clipped_rhos[0, 0] == 0 and bool(torch.isfinite(out.vs).all())
+    assert bool(torch.isfinite(out.pg_advantages).all())
+
+
+def test_nstep_advantages_of_matching_shapes_and_the_plot_helpers_still_work():
+    returns, advantages = nstep_advantages(**nstep_inputs())
+    assert returns.shape == (T, B) and returns[-1, 0] == 1.0
+    assert returns[0, 0] == pytest.approx(1 + 0.9 + 0.81 + 0.729)
+    assert moving_average([1.0, 3.0], 1).tolist() == [1.0, 3.0]
+    h = History()
+    h.eval_steps, h.eval_seconds, h.eval_returns, h.eval_stds = [1], [0.5], [10.0], [1.0]
+    ax = plot_reward_curves({"run": h}, x="seconds", evaluation="deterministic")
+    assert "run: deterministic eval" in ax.get_legend_handles_labels()[1]
+
+
+def test_ppo_settings_that_contradict_each_other_are_refused_or_warned():
+    with pytest.raises(ValueError, match=r"use_vtrace=True with synchronous=True: a synchronous "
+                                         r"run has no policy lag.*Fix:"):
+        PPOConfig(use_vtrace=True)
+    with pytest.warns(UserWarning, match=r"gae_lambda=0.95 has no effect with use_vtrace=True"
+                                         r".*Fix:"):
+        PPOConfig(synchronous=False, use_vtrace=True, gae_lambda=0.95)
+    with warnings.catch_warnings():  # APPO as notebook 08 makes it: nothing to warn about
+        warnings.simplefilter("error")
+        appo = dataclasses.replace(PPOConfig(), synchronous=False, use_vtrace=True)
+    assert appo.use_vtrace and not appo.synchronous
