@@ -115,6 +115,7 @@ class ImpalaRun(DriverRun):
         self.lags: list[int] = []
         self.weights: Weights = {}
         self.busy = self.learner_wait = self.eval_seconds = 0.0
+        self.steps_base = self.env_steps  # the ranks count the steps they consume from here
         # the roles' own waits (a full queue, an empty one) give up first, with their message
         self.role_timeout = options.timeout_s / 2
 
@@ -177,8 +178,20 @@ class ImpalaRun(DriverRun):
 
     def after_learner_restart(self, saved: Checkpoint) -> None:
         """The group is back: ask it again (the fragments the dropped calls held are lost)."""
+        self.steps_base = self.env_steps  # the new ranks count from here
         for _ in range(LEARNER_CALLS):
             self.ask_learner()
+
+    def checkpoint_env_steps(self) -> int:
+        """The learner's calls in flight finish before it hands over its state (an actor runs
+        its calls in order), so the state holds updates whose env steps the driver has not
+        counted yet. The ranks' own counts, read just before the state, are the steps behind
+        it: with them a checkpoint's env steps and its learner agree (the history it holds
+        ends at the last report the driver handled)."""
+        sup = self.supervisor
+        refs = {role: sup[role].consumed_env_steps.remote() for role in self.learner_roles}
+        return self.steps_base + sum(sup.get(ref, role, "counting its env steps")
+                                     for role, ref in refs.items())
 
     def on_worker_stopped(self, ref: Any, i: int) -> None:
         """A worker's ``run()`` returned before the queue closed: only a failure does that.
@@ -201,7 +214,7 @@ class ImpalaRun(DriverRun):
             self.history.log_episode(self.env_steps, now, ret)
         self.history.log_loss(self.env_steps, report.loss)
         self.weights = report.weights  # the policy the recorded env steps trained
-        self.maybe_save(self.updates)  # (the learner may be one call past these env steps)
+        self.maybe_save(self.updates)
         self.ask_learner()
         self.maybe_evaluate()
 

@@ -150,10 +150,17 @@ class ImpalaLearner(SavesLearner, GroupMember):
         self.rank, self.world_size = rank, world_size
         self.learner = make_learner(config, obs_dim, n_actions)  # V-trace's, or PPO's
         self.version_offset = 0  # > 0 after a restart from a checkpoint (see after_restore)
+        self.consumed = 0  # real env steps in the batches this rank trained on
         self.publish()
 
     def ping(self) -> bool:
         return True
+
+    def consumed_env_steps(self) -> int:
+        """Real env steps in the batches this rank has trained on since it started. An actor
+        runs its calls in order, so read right before ``state()``, this counts exactly the
+        steps behind the updates the state holds."""
+        return self.consumed
 
     def version(self) -> int:
         """The policy version: updates, counted on from the last version published before a
@@ -191,6 +198,7 @@ class ImpalaLearner(SavesLearner, GroupMember):
             env_steps += sum(f.num_steps for f in batch)
             returns += [r for f in batch for r in f.episode_returns]
             loss = self.learner.update(batch)["loss"]
+            self.consumed += sum(f.num_steps for f in batch)
             self.publish()
             busy += time.perf_counter() - start
         return ImpalaLearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,

@@ -173,11 +173,20 @@ class DriverRun(LearnerCalls):
 
     def save(self) -> Path | None:
         """Write a checkpoint now (nothing without ``checkpoint_dir``); its path."""
+        if self.checkpointer.directory is None:
+            return None
         sup = self.supervisor
+        env_steps = self.checkpoint_env_steps()
         return self.checkpointer.save(
             lambda with_buffer: sup.get(sup[self.LEARNER].state.remote(with_buffer),
                                         self.LEARNER, "saving a checkpoint"),
-            self.env_steps, self.clock(), self.history)
+            env_steps, self.clock(), self.history)
+
+    def checkpoint_env_steps(self) -> int:
+        """The env steps behind the learner state a checkpoint is about to read: the run's
+        count, where the driver hands the learner its data itself (a pattern whose learner
+        is still training on data the driver has not counted yet says otherwise)."""
+        return self.env_steps
 
     def maybe_save(self, updates: int) -> None:
         """Save if ``checkpoint_every`` updates have passed since the last checkpoint (a
