@@ -123,7 +123,10 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     if not _shared_cluster_up():
         assert not ray.is_initialized(), "a test left its own Ray instance running"
-        ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+        # address="local": a new instance even when another run or a `ray start` on this
+        # machine left one that plain ray.init() would join (and then refuse num_cpus)
+        ray.init(address="local", num_cpus=2, num_gpus=0, include_dashboard=False,
+                 log_to_driver=False)
         _SHARED["address"] = ray.get_runtime_context().gcs_address
     yield ray
 

@@ -125,3 +125,29 @@ def test_a_solved_run_launches_nothing_more():
     run.train()
     assert run.solved and run.evaluations == ["eval 1"]
     assert list(run.pending) == ["fragment 2"]  # launched before the solve; nothing after
+
+
+def test_a_role_lost_with_its_node_is_named_with_every_role_that_node_took(monkeypatch):
+    """A learner's node that dies takes the worker the plan put beside it: the error names the
+    learner, its node, and the worker as lost with it; a worker on a node still alive is not
+    named. (Ray's node table and actor table are stood in for: the arithmetic is the point.)"""
+    from rlkit.core.metrics import History
+    from rlkit.distributed.runtime import supervisor as sup_module
+    from rlkit.distributed.runtime.placement import Node, ResourcePlan, Slot
+
+    alive = Node("b" * 16, "10.0.0.2", 1.0)
+    plan = ResourcePlan((Node("h" * 16, "10.0.0.1", 0.0, driver=True), alive),
+                        {"learner": Slot("a" * 16, 0.5), "worker 0": Slot("a" * 16, 0.5),
+                         "worker 1": Slot(alive.node_id, 1.0)})
+    monkeypatch.setattr(sup_module, "cluster_nodes", lambda: list(plan.nodes))  # "a..." is gone
+    monkeypatch.setattr(sup_module, "node_of", lambda handle: "node aaaaaaaa (10.0.0.9)")
+    sup = sup_module.Supervisor(60.0, 3, History(), plan=plan)
+    sup.handles = {"learner": object(), "worker 0": object(), "worker 1": object()}
+    error = sup.failure(RuntimeError("its node died"), "learner", "training", dead=["learner"])
+    assert str(error).startswith("the learner actor failed on node aaaaaaaa (10.0.0.9) while "
+                                 "training (also lost: worker 0) (RuntimeError: its node died)")
+    assert type(error).__name__ == "LearnerFailedError" and error.role == "learner"
+    monkeypatch.setattr(sup_module, "cluster_nodes",
+                        lambda: [*plan.nodes, Node("a" * 16, "10.0.0.9", 1.0)])
+    assert "also lost" not in str(sup.failure(RuntimeError("x"), "learner", "training",
+                                              dead=["learner"]))

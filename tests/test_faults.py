@@ -14,7 +14,9 @@ ray = pytest.importorskip("ray")
 from rlkit.algos.dqn import DQNConfig  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.off_policy.driver import LearnerFailedError, train_dqn_ray  # noqa: E402
-from rlkit.testing.faulty_envs import CRASHING, HANGING, NAN_REWARD  # noqa: E402
+from rlkit.distributed.runtime.supervisor import RoleFailedError  # noqa: E402
+from rlkit.testing.faulty_envs import (CRASHING, HANGING, NAN_REWARD,  # noqa: E402
+                                       UNBUILDABLE_IN_ACTORS)
 from rlkit.train import train_dqn  # noqa: E402
 from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 
@@ -61,6 +63,21 @@ def test_env_that_always_crashes_gives_up_after_max_restarts(ray_cluster):
     cfg = dataclasses.replace(CFG, env_id=CRASHING, total_steps=20_000)
     with pytest.raises(RuntimeError, match="worker 0 failed 2 times.*injected crash"):
         train_dqn_ray(cfg, num_workers=1, fragment_steps=1000, max_restarts=1)
+    assert wait_until_no_actors() == []
+
+
+def test_a_role_that_dies_while_starting_is_named_with_its_node(ray_cluster):
+    """An env the driver can build but the actors cannot (a ROM or a library missing on the
+    workers' machines): the first role found dead while starting is named (with its node, where
+    that is not the driver's) with the env's own error, through the same failure path as a role
+    that dies later; not as Ray's raw ``ActorDiedError`` traceback."""
+    cfg = dataclasses.replace(CFG, env_id=UNBUILDABLE_IN_ACTORS)
+    with pytest.raises(RoleFailedError, match=r"^the (learner|worker \d|evaluator) actor failed "
+                                              r"while starting \(ActorDiedError: RuntimeError: "
+                                              r"FaultyCartPole: cannot be built in this actor "
+                                              r"\(injected\)\); no checkpoint was written") as info:
+        train_dqn_ray(cfg, num_workers=1)
+    assert info.value.role in ("learner", "worker 0", "evaluator")
     assert wait_until_no_actors() == []
 
 

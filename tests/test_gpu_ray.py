@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.ray,
 @pytest.fixture(scope="module")
 def gpu_cluster():
     assert not ray.is_initialized()
-    ray.init(num_cpus=4, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=4, num_gpus=1, include_dashboard=False,
+             log_to_driver=False)
     yield ray
     ray.shutdown()
 

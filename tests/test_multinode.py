@@ -156,6 +156,32 @@ def test_a_restarted_group_trains_on_from_its_checkpoint(nodes_cluster, monkeypa
     assert wait_until_no_actors() == []
 
 
+def test_with_no_room_for_a_lost_rank_the_run_stops_after_timeout_s_naming_the_lost_node(
+        nodes_cluster, monkeypatch, tmp_path):
+    """No node comes back after a rank's node is lost: the gang restart waits for room as long
+    as the run's ``timeout_s`` (20 s here, not the 120 s start-up allowance), then stops naming
+    the rank, the node it was lost with and the checkpoint. The 60 s bound is that wait plus 40
+    s for the ranks' teardown and a loaded 2-core VM."""
+    import time
+
+    from rlkit.distributed.runtime.supervisor import RoleFailedError
+
+    nodes_cluster.refill()
+    nodes_cluster.clear()
+    nodes_cluster.remove_node_of(monkeypatch, "learner 0", 2_000)
+    config = DQNConfig(total_steps=20_000, learning_starts=1_000, target_return=None)
+    with pytest.raises(RoleFailedError, match=r"the learner 0 cannot be restarted: no node had "
+                                              r"room for its 1 CPU within 20 s \(timeout_s; "
+                                              r".*learner 0 was lost with node .*Fix: add a "
+                                              r"node, then call again with resume_from=") as info:
+        train_dqn_ray(config, num_workers=1, num_learners=2, learner_restarts=1,
+                      checkpoint_dir=tmp_path, checkpoint_every=100, timeout_s=20.0)
+    lost, removed_at = nodes_cluster.removed["learner 0"]
+    assert f"node {lost[:8]}" in str(info.value)
+    assert time.perf_counter() - removed_at < 60
+    assert wait_until_no_actors() == []
+
+
 def test_a_sac_learner_group_keeps_the_update_ratio_and_every_transition(nodes_cluster):
     """A short run (a group's arithmetic is test_learner_group.py's; a group solving CartPole
     is notebook 07's and the restart test's; DQN's group, the same LearnerWorker code, is the

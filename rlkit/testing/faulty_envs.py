@@ -2,11 +2,14 @@
 
 Nothing in rlkit imports this module. The tests name the environments with gymnasium's
 ``"module:Name"`` ids (the constants below): ``gym.make`` imports this module first, which
-registers the three ids, so a Ray worker builds them from the id alone, like any other env:
+registers the four ids, so a Ray worker builds them from the id alone, like any other env:
 
 * :data:`CRASHING` raises ``RuntimeError`` at the 600th step of each instance;
 * :data:`NAN_REWARD` returns a NaN reward from its 300th step on;
-* :data:`HANGING` stops answering (sleeps for an hour) at its 300th step.
+* :data:`HANGING` stops answering (sleeps for an hour) at its 300th step;
+* :data:`UNBUILDABLE_IN_ACTORS` cannot be made inside a Ray actor (as an env whose ROM or
+  library is missing on the workers' machines): the driver's own probe builds it, every role
+  that builds it dies while starting.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ class FaultyCartPole(CartPoleEnv):
     """
 
     def __init__(self, crash_at_step: int | None = None, nan_reward_at_step: int | None = None,
-                 hang_at_step: int | None = None, render_mode: str | None = None) -> None:
+                 hang_at_step: int | None = None, fail_in_actors: bool = False,
+                 render_mode: str | None = None) -> None:
+        if fail_in_actors and _in_a_ray_actor():
+            raise RuntimeError("FaultyCartPole: cannot be built in this actor (injected)")
         super().__init__(render_mode=render_mode)
         self.crash_at_step = crash_at_step
         self.nan_reward_at_step = nan_reward_at_step
@@ -48,16 +54,26 @@ class FaultyCartPole(CartPoleEnv):
         return obs, reward, terminated, truncated, info
 
 
+def _in_a_ray_actor() -> bool:
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
+
+
 CRASHING = f"{__name__}:rlkit/CrashingCartPole-v1"
 NAN_REWARD = f"{__name__}:rlkit/NaNRewardCartPole-v1"
 HANGING = f"{__name__}:rlkit/HangingCartPole-v1"
+UNBUILDABLE_IN_ACTORS = f"{__name__}:rlkit/UnbuildableInActorsCartPole-v1"
 
 
 def register() -> None:
-    """Register the three ids (idempotent)."""
+    """Register the four ids (idempotent)."""
     for env_id, kwargs in ((CRASHING, {"crash_at_step": 600}),
                            (NAN_REWARD, {"nan_reward_at_step": 300}),
-                           (HANGING, {"hang_at_step": 300})):
+                           (HANGING, {"hang_at_step": 300}),
+                           (UNBUILDABLE_IN_ACTORS, {"fail_in_actors": True})):
         name = env_id.partition(":")[2]
         if name not in gym.registry:
             gym.register(name, entry_point=FaultyCartPole, kwargs=kwargs, max_episode_steps=500)

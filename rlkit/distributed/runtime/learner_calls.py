@@ -121,7 +121,9 @@ class LearnerCalls:
             return None
         self.group_restarts += 1
         timeout, begin = max(self.options.timeout_s, STARTUP_TIMEOUT_S), time.perf_counter()
-        restart_group(self.supervisor, self.learner_roles, timeout, last, error)
+        # waiting for a node with room obeys the run's timeout_s; a started process may take
+        # up to STARTUP_TIMEOUT_S to import (3-6 s on 2 cores, much more on a loaded machine)
+        restart_group(self.supervisor, self.learner_roles, self.options.timeout_s, last, error)
         self.supervisor.wait_started(self.learner_roles, timeout)
         started = time.perf_counter()
         self.form_learner_group(timeout)

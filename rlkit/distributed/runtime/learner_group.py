@@ -175,6 +175,8 @@ def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float,
     from rlkit.distributed.runtime.supervisor import RoleFailedError
 
     plan, lost = supervisor.plan, getattr(error, "role", None)
+    lost_with = (f"; {lost} was lost with {plan.node(lost)}"
+                 if plan is not None and lost in plan.slots else "")
     gone = (plan.slots[lost].node_id  # a node that does not answer counts as gone
             if plan is not None and lost in plan.slots and silently_gone(supervisor[lost])
             else "")
@@ -194,8 +196,9 @@ def restart_group(supervisor: Any, roles: Sequence[str], wait_s: float,
                 sizes = ", ".join(f"{n.cpus:g}" for n in cluster_nodes())
                 raise RoleFailedError(
                     f"the {role} cannot be restarted: no node had room for its "
-                    f"{plan.slots[role].cpus:g} CPU within {wait_s:g} s (nodes of {sizes} CPUs)."
-                    f" Fix: add a node, then call again with resume_from={str(checkpoint)!r}.",
+                    f"{plan.slots[role].cpus:g} CPU within {wait_s:g} s (timeout_s; nodes of "
+                    f"{sizes} CPUs{lost_with}). Fix: add a node, then call again with "
+                    f"resume_from={str(checkpoint)!r}.",
                     role)
             time.sleep(0.5)
         if plan is not None:

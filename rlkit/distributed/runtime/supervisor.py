@@ -227,6 +227,7 @@ class Supervisor:
         what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
                 if culprit != role else f"the {role} actor failed{where} while {doing}")
         others = [r for r in dead if r not in (culprit, role)]
+        others += [r for r in self.lost_with(culprit) if r not in (*others, role)]
         if others:
             what += f" (also lost: {', '.join(others)})"
         last = self.last_checkpoint()
@@ -240,6 +241,16 @@ class Supervisor:
             fix = "no checkpoint was written (pass checkpoint_dir=... to keep one)"
         cls = LearnerFailedError if culprit.split(" ")[0] == "learner" else RoleFailedError
         return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
+
+    def lost_with(self, role: str) -> list[str]:
+        """The other running roles the plan put on ``role``'s node, if Ray no longer lists that
+        node alive: a node that dies takes every actor on it, workers included. (A node that
+        died silently stays listed for about 15 s; its roles are then not named here.)"""
+        slot = self.plan.slots.get(role) if self.plan is not None else None
+        if slot is None or slot.node_id in {n.node_id for n in cluster_nodes()}:
+            return []
+        return [r for r, s in self.plan.slots.items()
+                if s.node_id == slot.node_id and r != role and r in self.handles]
 
     def alive(self, role: str) -> bool:
         """Whether ``role`` answers a trivial call (``ping``) within the timeout."""
@@ -267,13 +278,20 @@ class Supervisor:
         return ready[0]
 
     def wait_started(self, roles: list[str], timeout: float) -> None:
-        """Wait until every role answers ``ping`` (processes up, imports done); a timeout
-        names only the roles still pending, and why (no node with room, or still starting)."""
+        """Wait until every role answers ``ping`` (processes up, imports done). An actor that
+        died starting (its constructor raised, its node was lost) ends in :meth:`failure`, named
+        with its node and the checkpoint; a timeout names only the roles still pending, and why
+        (no node with room, or still starting)."""
         import ray
+        from ray.exceptions import RayError
 
         pings = {self.handles[r].ping.remote(): r for r in roles}
         ready, waiting = ray.wait(list(pings), num_returns=len(pings), timeout=timeout)
-        ray.get(ready)  # an actor that died starting raises here
+        for ref in ready:
+            try:
+                ray.get(ref)
+            except RayError as error:
+                raise self.failure(error, pings[ref], "starting") from error
         if waiting:
             why = []
             for ref in waiting:
