@@ -1,5 +1,6 @@
 """Shared fixtures: a real local Ray cluster (2 CPUs, no dashboard) and process checks."""
 
+import os
 import time
 
 import psutil
@@ -39,22 +40,35 @@ assert ray.get([counter.add.remote(k) for k in (1, 2, 3)])[-1] == 6  # a fresh a
 ray.kill(counter)"""
 
 
+def _ours(proc: psutil.Process) -> bool:
+    """Whether this test session started ``proc`` (it descends from this process: Ray's
+    raylets and GCS are children of the driver, its workers children of a raylet, notebook
+    kernels children of the test), or ``proc`` outlived what started it (re-parented to init):
+    what the suite must not leave behind. A process under another live parent belongs to
+    another run on this machine (a second suite, a learner's notebook) and is not ours to
+    count."""
+    try:
+        return proc.ppid() in (0, 1) or any(p.pid == os.getpid() for p in proc.parents())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
 def _processes(names: tuple[str, ...]) -> list[tuple[int, str]]:
-    """``(pid, command line)`` of this machine's processes whose command line or name holds
-    one of ``names``."""
+    """``(pid, command line)`` of our processes (:func:`_ours`) whose command line or name
+    holds one of ``names``."""
     found = []
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
             text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["name"] or "")
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if any(n in text for n in names):
+        if any(n in text for n in names) and _ours(proc):
             found.append((proc.pid, text))
     return found
 
 
 def our_ray_processes() -> list[str]:
-    """Command lines of Ray's processes on this machine (raylet, GCS, ``ray::`` workers)."""
+    """Command lines of our Ray processes (raylet, GCS, ``ray::`` workers; see :func:`_ours`)."""
     return [text[:80] for _, text in _processes(("raylet", "gcs_server", "ray::"))]
 
 
