@@ -9,6 +9,7 @@ import dataclasses
 import math
 import warnings
 
+import gymnasium as gym
 import matplotlib
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import torch
 matplotlib.use("Agg")
 
 from rlkit.algos.a2c import nstep_advantages  # noqa: E402
-from rlkit.algos.policy_heads import make_actor_critic  # noqa: E402
+from rlkit.algos.policy_heads import action_kind_of, make_actor_critic  # noqa: E402
 from rlkit.algos.ppo import PPOConfig  # noqa: E402
 from rlkit.algos.vtrace import vtrace  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
@@ -27,6 +28,21 @@ from rlkit.notebook.render import episode_frames  # noqa: E402
 from rlkit.train.ppo import train_ppo  # noqa: E402
 
 T, B = 4, 3
+
+
+class TwoButtonCartPole(gym.Wrapper):
+    """CartPole whose action is a MultiDiscrete pair (only the first counts)."""
+
+    def __init__(self) -> None:
+        super().__init__(gym.make("CartPole-v1"))
+        self.action_space = gym.spaces.MultiDiscrete([2, 2])
+
+    def step(self, action):
+        return self.env.step(int(action[0]))
+
+
+if "TwoButtonCartPole-v0" not in gym.registry:
+    gym.register("TwoButtonCartPole-v0", entry_point=TwoButtonCartPole)
 
 
 def vtrace_inputs(**changes) -> dict:
@@ -75,6 +91,9 @@ CASES = [
      r"time-major \(T, B\) inputs with T >= 1. Fix:"),
     ("make_actor_critic misspelt kind", lambda: make_actor_critic(3, 1, (8,), "gausian"),
      ValueError, r"kind='gausian' is not an action kind. Fix: pass \"discrete\""),
+    ("PPO on MultiDiscrete actions", lambda: action_kind_of("TwoButtonCartPole-v0"), ValueError,
+     r"env_id='TwoButtonCartPole-v0' has the action space MultiDiscrete\(\[2 2\]\), but the "
+     r"on-policy heads act on Discrete actions \(categorical\) or a 1-D Box.*Fix:"),
     ("moving_average window 0", lambda: moving_average([1.0, 2.0], 0), ValueError,
      r"window=0 must be an int >= 1.*Fix:"),
     ("plot_reward_curves x minutes", lambda: plot_reward_curves({}, x="minutes"), ValueError,

@@ -17,7 +17,8 @@ from rlkit.core.metrics import History
 from rlkit.core.types import Batch
 from rlkit.replay.buffers import ReplayBuffer, TensorReplayBuffer
 from rlkit.train import train_dqn
-from rlkit.train.checkpoint import interrupts_deferred, load_checkpoint, save_checkpoint
+from rlkit.train.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.train.interrupts import interrupts_deferred
 
 CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=200, total_steps=1000,
                 eval_every=500, eval_episodes=2, target_return=None)
@@ -214,3 +215,63 @@ def test_a_sampling_stream_saved_on_another_device_kind_is_reseeded():
     other = TensorReplayBuffer(64, 3, 1, "cpu")
     other.load_state_dict(gpu_state)  # no "wrong size" error: reseeded instead
     assert len(other) == 10 and other.sample(8).obs.shape == (8, 3)
+
+
+def _small_checkpoint(folder):
+    learner = DQNLearner(4, 2, CFG)
+    buffer = ReplayBuffer(64, 4, seed=0)
+    buffer.add_batch(_batch(32))
+    return save_checkpoint(folder, "DQN", CFG, learner.state_dict(), buffer.state_dict(), 32,
+                           1.5, History())
+
+
+def test_a_checkpoint_damaged_after_it_was_saved_is_refused_before_use(tmp_path):
+    """torch does not check its archive's CRC: 64 bytes flipped inside a tensor's data load
+    without complaint. The digest written with the file catches them, and a file changed and
+    saved again without its digest; the untouched file loads."""
+    import zipfile
+
+    path = _small_checkpoint(tmp_path)
+    assert load_checkpoint(path, "DQN", CFG).env_steps == 32
+    with zipfile.ZipFile(path) as archive:  # the largest tensor's bytes inside the archive
+        info = max((i for i in archive.infolist() if "/data/" in i.filename),
+                   key=lambda i: i.file_size)
+    raw = bytearray(path.read_bytes())
+    start = info.header_offset  # the entry's local header: 30 bytes, its name, its extra field
+    name_len, extra_len = int.from_bytes(raw[start + 26:start + 28], "little"), \
+        int.from_bytes(raw[start + 28:start + 30], "little")
+    data = start + 30 + name_len + extra_len + info.file_size // 2
+    raw[data:data + 64] = bytes(b ^ 0xFF for b in raw[data:data + 64])
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(bytes(raw))
+    torch.load(damaged, weights_only=True)  # torch itself reads it without a word
+    with pytest.raises(ValueError, match=r"does not match the digest written with it.*Fix:"):
+        load_checkpoint(damaged, "DQN", CFG)
+
+    payload = torch.load(path, weights_only=True)
+    payload["env_steps"] = 999  # edited, saved again with the old digest
+    torch.save(payload, tmp_path / "edited.pt")
+    with pytest.raises(ValueError, match=r"does not match the digest"):
+        load_checkpoint(tmp_path / "edited.pt", "DQN", CFG)
+    del payload["digest"]  # a checkpoint from before digests: still loads
+    torch.save(payload, tmp_path / "old.pt")
+    assert load_checkpoint(tmp_path / "old.pt", "DQN", CFG).env_steps == 999
+
+
+def test_a_torch_file_without_rlkits_keys_is_named_not_a_checkpoint(tmp_path):
+    torch.save({"format": 1, "learner": {}}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match=r"is not an rlkit checkpoint \(format 1; it lacks "
+                                         r"\['algorithm', 'config', 'buffer'.*Fix:"):
+        load_checkpoint(tmp_path / "other.pt", "DQN", CFG)
+
+
+@pytest.mark.parametrize("folder", ["/proc/rlkit_checkpoints", "x" * 300])
+def test_a_checkpoint_dir_that_cannot_be_written_is_refused_before_training(tmp_path, folder):
+    from rlkit.train.checkpoint import check_checkpoint_options
+
+    with pytest.raises(ValueError, match=r"checkpoint_dir=.* cannot be written \(\w+Error: .*"
+                                         r"Fix: pass a folder you can write to"):
+        check_checkpoint_options(str(tmp_path / folder) if not folder.startswith("/") else
+                                 folder, 10, None)
+    check_checkpoint_options(tmp_path / "fine", 10, None)
+    assert (tmp_path / "fine").is_dir() and list((tmp_path / "fine").iterdir()) == []

@@ -15,11 +15,12 @@ from conftest import wait_until_no_actors
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(timeout_s=0), r"timeout_s=0 must be a finite number > 0 \(seconds\). Fix:"),
-    (dict(timeout_s=math.nan), r"timeout_s=nan must be a finite number > 0"),
-    (dict(timeout_s=True), r"timeout_s=True must be a finite number > 0 \(seconds\) \(got a "
+    (dict(timeout_s=0), r"timeout_s=0 must be a finite number >= 1 \(seconds\). Fix:"),
+    (dict(timeout_s=math.nan), r"timeout_s=nan must be a finite number >= 1"),
+    (dict(timeout_s=True), r"timeout_s=True must be a finite number >= 1 \(seconds\) \(got a "
                            r"bool\)"),
-    (dict(timeout_s="60"), r"timeout_s='60' must be a finite number > 0 \(seconds\) \(got a str"),
+    (dict(timeout_s="60"), r"timeout_s='60' must be a finite number >= 1 \(seconds\) "
+                           r"\(got a str"),
     (dict(max_restarts=-1), r"max_restarts=-1 must be an int >= 0. Fix:"),
     (dict(max_restarts=2.5), r"max_restarts=2.5 must be an int >= 0"),
     (dict(progress="yes"), r"progress='yes' must be True or False"),
@@ -71,7 +72,7 @@ def test_every_driver_takes_the_same_options_and_refuses_before_any_actor(ray_cl
                                          r"which this run does not start. Fix: use one of "
                                          r"\[.*'worker 0'"):
         drive(kill_at={"actor 0": 5})
-    with pytest.raises(ValueError, match=r"timeout_s=-1 must be a finite number > 0 \(sec"):
+    with pytest.raises(ValueError, match=r"timeout_s=-1 must be a finite number >= 1 \(sec"):
         drive(timeout_s=-1)
     with pytest.raises(TypeError, match=r"got an unknown option 'kill_worker_at'. Fix: did you "
                                         r"mean 'kill_at'\?"):
@@ -132,22 +133,22 @@ def test_a_role_lost_with_its_node_is_named_with_every_role_that_node_took(monke
     learner, its node, and the worker as lost with it; a worker on a node still alive is not
     named. (Ray's node table and actor table are stood in for: the arithmetic is the point.)"""
     from rlkit.core.metrics import History
-    from rlkit.distributed.runtime import supervisor as sup_module
+    from rlkit.distributed.runtime import failures, supervisor
     from rlkit.distributed.runtime.placement import Node, ResourcePlan, Slot
 
     alive = Node("b" * 16, "10.0.0.2", 1.0)
     plan = ResourcePlan((Node("h" * 16, "10.0.0.1", 0.0, driver=True), alive),
                         {"learner": Slot("a" * 16, 0.5), "worker 0": Slot("a" * 16, 0.5),
                          "worker 1": Slot(alive.node_id, 1.0)})
-    monkeypatch.setattr(sup_module, "cluster_nodes", lambda: list(plan.nodes))  # "a..." is gone
-    monkeypatch.setattr(sup_module, "node_of", lambda handle: "node aaaaaaaa (10.0.0.9)")
-    sup = sup_module.Supervisor(60.0, 3, History(), plan=plan)
+    monkeypatch.setattr(failures, "cluster_nodes", lambda: list(plan.nodes))  # "a..." is gone
+    monkeypatch.setattr(failures, "node_of", lambda handle: "node aaaaaaaa (10.0.0.9)")
+    sup = supervisor.Supervisor(60.0, 3, History(), plan=plan)
     sup.handles = {"learner": object(), "worker 0": object(), "worker 1": object()}
     error = sup.failure(RuntimeError("its node died"), "learner", "training", dead=["learner"])
     assert str(error).startswith("the learner actor failed on node aaaaaaaa (10.0.0.9) while "
                                  "training (also lost: worker 0) (RuntimeError: its node died)")
     assert type(error).__name__ == "LearnerFailedError" and error.role == "learner"
-    monkeypatch.setattr(sup_module, "cluster_nodes",
+    monkeypatch.setattr(failures, "cluster_nodes",
                         lambda: [*plan.nodes, Node("a" * 16, "10.0.0.9", 1.0)])
     assert "also lost" not in str(sup.failure(RuntimeError("x"), "learner", "training",
                                               dead=["learner"]))

@@ -58,11 +58,19 @@ class GaussianActorCritic(nn.Module):
 
 @functools.lru_cache(maxsize=64)
 def action_kind_of(env_id: str) -> ActionKind:
-    """``"discrete"`` for a Discrete action space, ``"continuous"`` for a 1-D Box (anything
-    else is refused by :func:`rlkit.envs.make.make_env`'s checks where the env is built)."""
+    """``"discrete"`` for a Discrete action space, ``"continuous"`` for a 1-D Box; any other
+    space (MultiDiscrete, Tuple, an image Box) is refused naming both heads."""
     env = make_env(env_id, 0)
     try:
-        return "discrete" if isinstance(env.action_space, gym.spaces.Discrete) else "continuous"
+        space = env.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return "discrete"
+        if isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+            return "continuous"
+        raise ValueError(f"env_id={env_id!r} has the action space {space}, but the on-policy "
+                         f"heads act on Discrete actions (categorical) or a 1-D Box "
+                         f"(Gaussian). Fix: choose an env with one of those, or wrap it (e.g. "
+                         f"flatten a MultiDiscrete into one Discrete).")
     finally:
         env.close()
 

@@ -8,7 +8,9 @@ one process can be resumed under Ray and the other way round.
 
 The file is written with ``torch.save`` to a temporary name and then renamed, so a crash while
 saving never leaves a half-written checkpoint; it is read with ``torch.load(weights_only=True)``,
-which refuses to run code hidden in a file.
+which refuses to run code hidden in a file. torch does not check its archive's CRC, so a file
+damaged on disk or in transit may load with wrong numbers: each checkpoint carries a SHA-256
+digest of its contents (:func:`content_digest`), checked before anything is used.
 
 What is *not* saved: the environments' mid-episode state and the exploration random stream.
 A resumed run starts new episodes and reseeds exploration from ``(seed, env_steps)``, so it
@@ -18,10 +20,7 @@ continues the same training but is not bit-identical to a run that was never int
 from __future__ import annotations
 
 import os
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,9 +30,13 @@ import torch
 from rlkit.core.common import config_dict, resumed_updates_due
 from rlkit.core.metrics import History
 from rlkit.core.validation import PATH_RULE, check_value, int_rule
+from rlkit.train.integrity import content_digest
 
 FORMAT_VERSION = 1
 FILE_NAME = "checkpoint.pt"
+#: What every checkpoint holds besides ``format`` and its ``digest``.
+KEYS = ("algorithm", "config", "learner", "buffer", "env_steps", "updates", "wall_seconds",
+        "history")
 #: Config fields that fix the networks' shapes or the task: a checkpoint only resumes a run
 #: whose config agrees on these (budgets, learning rates and the like may change).
 SHAPE_FIELDS = ("env_id", "hidden")
@@ -106,6 +109,7 @@ def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
                "learner": to_cpu(learner_state), "buffer": to_cpu(buffer_state),
                "env_steps": int(env_steps), "updates": int(learner_state["updates"]),
                "wall_seconds": float(wall_seconds), "history": history.to_dict()}
+    payload["digest"] = content_digest(payload)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
@@ -138,10 +142,18 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
             f"resume_from={str(path)!r}: {file} is not a readable rlkit checkpoint "
             f"({type(error).__name__}). Fix: pass a file written by an rlkit training run "
             f"with checkpoint_dir=...") from error
-    if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION:
+    missing = [k for k in KEYS if k not in data] if isinstance(data, dict) else list(KEYS)
+    if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION or missing:
+        lacks = f"; it lacks {missing}" if isinstance(data, dict) and missing else ""
         raise ValueError(
             f"resume_from={str(path)!r}: {file} is not an rlkit checkpoint (format "
-            f"{FORMAT_VERSION}). Fix: pass a file written by an rlkit training run.")
+            f"{FORMAT_VERSION}{lacks}). Fix: pass a file written by an rlkit training run.")
+    saved = data.pop("digest", None)  # (checkpoints written before the digest have none)
+    if saved is not None and content_digest(data) != saved:
+        raise ValueError(
+            f"resume_from={str(path)!r}: {file} does not match the digest written with it: "
+            f"its contents were changed or damaged after it was saved. Fix: resume from "
+            f"another copy or an earlier checkpoint, or start without resume_from.")
     if data["algorithm"] != algorithm:
         raise ValueError(
             f"resume_from={str(path)!r} holds a {data['algorithm']} checkpoint, but this run "
@@ -167,17 +179,26 @@ def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every
                 int_rule(1, example=5000, meaning="learner updates between checkpoints"))
     for name, value in (("checkpoint_dir", checkpoint_dir), ("resume_from", resume_from)):
         check_value(name, value, PATH_RULE)
-    if checkpoint_dir is not None:
-        existing = next(p for p in (Path(checkpoint_dir), *Path(checkpoint_dir).parents)
-                        if p.exists() or p == p.parent)
-        if existing != Path(checkpoint_dir) and not existing.is_dir():
+    if checkpoint_dir is None:
+        return
+    folder = Path(checkpoint_dir)
+    try:  # a path that cannot be written fails now, not at the first save mid-training
+        existing = next(p for p in (folder, *folder.parents) if p.exists() or p == p.parent)
+        if existing != folder and not existing.is_dir():
             raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is inside {existing}, "
                              f"which is a file, so no checkpoint could ever be written. Fix: "
                              f"pass a folder path that does not run through a file.")
-    if checkpoint_dir is not None and Path(checkpoint_dir).exists() \
-            and not Path(checkpoint_dir).is_dir():
-        raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is a file. Fix: pass a "
-                         f"folder; the checkpoint is written to <folder>/{FILE_NAME}.")
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} is a file. Fix: pass a "
+                             f"folder; the checkpoint is written to <folder>/{FILE_NAME}.")
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".{FILE_NAME}.probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} cannot be written "
+                         f"({type(error).__name__}: {error.strerror}). Fix: pass a folder "
+                         f"you can write to.") from error
 
 
 class LearnerState(NamedTuple):
@@ -242,52 +263,6 @@ class Checkpointer:
                                     parts.learner, parts.buffer, env_steps, seconds, history)
         self.saved_at_updates = int(parts.learner["updates"])
         return self.last
-
-
-@contextmanager
-def save_on_interrupt(save: Callable[[], Path | None], env_steps: Callable[[], int]
-                      ) -> Iterator[None]:
-    """On ``KeyboardInterrupt`` (JupyterLab's stop button), save a checkpoint, say where, and
-    let the interrupt through. A save that fails is reported, not raised: the interrupt is what
-    the person asked for."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        try:
-            path = save()
-            if path is not None:
-                print(f"interrupted at env step {env_steps()}; checkpoint saved to {path}")
-        except Exception as error:  # noqa: BLE001 - the interrupt is what matters
-            print(f"interrupted; no checkpoint saved ({type(error).__name__}: {error})")
-        raise
-
-
-@contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Hold back a Ctrl-C (``SIGINT``, JupyterLab's stop button) that arrives inside the block
-    until the block has ended, then deliver it.
-
-    Wraps bookkeeping that a checkpoint must see whole: transitions handed to the buffer and
-    the env-step count that says how many there are. An interrupt between the two would save
-    a checkpoint whose count and buffer disagree. Outside the main thread (where Python
-    delivers signals), or where the handler was not set from Python, it does nothing.
-
-    Cost: two ``sigaction`` calls, about 8 us per block on the 2-core CI machine. The loops
-    enter it once per fragment (single process: every ``train_every`` env steps, 0.3-0.6% of
-    a DQN or SAC step there; Ray driver: once per 100-step fragment).
-    """
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is None):
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            signal.raise_signal(signal.SIGINT)  # now, through the handler that was there
 
 
 def updates_owed(env_steps: int, config: Any, resumed: Checkpoint | None) -> int:

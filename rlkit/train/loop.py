@@ -30,8 +30,8 @@ from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
 from rlkit.replay.nstep import fragment_transitions
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
-                                    check_checkpoint_options, interrupts_deferred, load_checkpoint,
-                                    save_on_interrupt, updates_owed)
+                                    check_checkpoint_options, load_checkpoint, updates_owed)
+from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
 
 
 @dataclass

@@ -29,7 +29,8 @@ from rlkit.distributed.runtime.supervisor import (STARTUP_TIMEOUT_S, LearnerFail
                                                   RoleFailedError)
 from rlkit.envs.make import make_env, space_dims
 from rlkit.replay.buffers import check_buffer_memory
-from rlkit.train.checkpoint import Checkpoint, interrupts_deferred, updates_owed
+from rlkit.train.checkpoint import Checkpoint, updates_owed
+from rlkit.train.interrupts import interrupts_deferred
 
 if TYPE_CHECKING:
     from ray import ObjectRef
@@ -104,9 +105,8 @@ class OffPolicyRun(DriverRun):
         env.close()
         # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
         free, where = self.learner_free_memory()
-        check_buffer_memory(config.buffer_size, obs_dim,
-                            None if algo.action_kind == "discrete" else act_dim,
-                            free=free, where=where)
+        check_buffer_memory(config.buffer_size, obs_dim, None if algo.action_kind == "discrete"
+                            else act_dim, free=free, where=where)
         self.algo, self.config, self.opts = algo, config, opts
         self.num_workers = num_workers  # (self.updates: the updates asked of the learner)
         self.launched_steps = self.env_steps

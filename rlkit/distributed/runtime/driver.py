@@ -33,7 +33,8 @@ from rlkit.distributed.runtime.placement import (MIN_WORKER_CPUS, ResourcePlan, 
                                                  free_memory_on, plan_resources, workers_to_fill)
 from rlkit.distributed.runtime.supervisor import RoleFailedError, Supervisor
 from rlkit.notebook.progress import ProgressBar
-from rlkit.train.checkpoint import Checkpointer, load_checkpoint, save_on_interrupt
+from rlkit.train.checkpoint import Checkpointer, load_checkpoint
+from rlkit.train.interrupts import save_on_interrupt
 
 if TYPE_CHECKING:
     from ray import ObjectRef

@@ -38,9 +38,9 @@ class RunOptions(Validated):
     """
 
     progress: bool = flag(False)
-    timeout_s: float = number(120.0, above=0, fix="use e.g. timeout_s=120.0; a hang then "
-                              "surfaces as an error after that long",
-                              meaning="seconds")
+    timeout_s: float = number(120.0, at_least=1.0, fix="use e.g. timeout_s=120.0; a hang "
+                              "then surfaces as an error after that long (below 1 s, ordinary "
+                              "calls to a busy actor would time out)", meaning="seconds")
     max_restarts: int = integer(3, 0)
     kill_at: Mapping[str, int] = role_steps({})
     checkpoint_dir: str | Path | None = path()

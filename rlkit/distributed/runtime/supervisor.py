@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlkit.core.metrics import History
-from rlkit.distributed.runtime.actor_state import (
-    EXIT_TIMEOUT_S, PING_TIMEOUT_S, actor_state, describe_error, node_of, nodes_of, silently_gone,
-    wait_gone)
+from rlkit.distributed.runtime.actor_state import (EXIT_TIMEOUT_S, actor_state, describe_error,
+                                                   nodes_of, silently_gone, wait_gone)
+from rlkit.distributed.runtime.failures import (RESTARTABLE, FailureNaming, LearnerFailedError,
+                                                RoleFailedError)
 from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
+
+__all__ = ["STARTUP_TIMEOUT_S", "LearnerFailedError", "RoleFailedError", "Supervisor"]
 
 if TYPE_CHECKING:  # Ray itself is imported only where it is used
     from ray import ObjectRef
@@ -32,26 +35,7 @@ STARTUP_TIMEOUT_S = 120.0
 #: every run (:func:`rlkit.distributed.runtime.faults.lose_node_at` adds one for its block).
 FAULT_HOOKS: list[Callable[[Supervisor, int], None]] = []
 
-#: The roles a run can replace (each restart with a fresh seed); every other role (learner,
-#: servers, shards, queue) holds state the run cannot rebuild, so its failure ends the run.
-RESTARTABLE = ("worker", "evaluator")
-
-
-class RoleFailedError(RuntimeError):
-    """A role the run cannot replace died or raised; the message names it (and its node when
-    it is not the driver's) and the last checkpoint to resume from."""
-
-    def __init__(self, message: str, role: str) -> None:
-        super().__init__(message)
-        self.role = role
-
-
-class LearnerFailedError(RoleFailedError):
-    """The learner (or a rank of a learner group) died or stopped; the message names the last
-    checkpoint to resume from."""
-
-
-class Supervisor:
+class Supervisor(FailureNaming):
     """Starts a run's actors, restarts the ones that fail, and kills them all at the end.
 
     Args:
@@ -197,60 +181,6 @@ class Supervisor:
             if not role.startswith(RESTARTABLE):
                 raise self.failure(error, role, doing) from error
             raise
-
-    def dead_roles(self) -> list[str]:
-        """The unreplaceable roles whose ``ping`` fails (one busy past ``PING_TIMEOUT_S`` lives)."""
-        import ray
-        from ray.exceptions import RayError
-
-        roles = [r for r in self.handles if not r.startswith(RESTARTABLE)]
-        pings = {self.handles[r].ping.remote(): r for r in roles}
-        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=PING_TIMEOUT_S)
-        dead = []
-        for ref in ready:
-            try:
-                ray.get(ref)
-            except RayError:
-                dead.append(pings[ref])
-        return sorted(dead, key=roles.index)
-
-    def failure(self, error: BaseException, role: str, doing: str,
-                dead: list[str] | None = None) -> RoleFailedError:
-        """The error for a failed call to ``role``: it names the role that really failed
-        (``role`` itself if it is dead or raised, else another that died first), its node, the
-        roles lost with it (a node that died takes all of its actors), and the checkpoint.
-        ``dead``: the roles already found dead (else they are pinged now)."""
-        dead = self.dead_roles() if dead is None else dead
-        culprit = role if role in dead or not dead else dead[0]
-        node = node_of(self.handles[culprit]) if culprit in self.handles else None
-        where = f" on {node}" if node else ""
-        what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
-                if culprit != role else f"the {role} actor failed{where} while {doing}")
-        others = [r for r in dead if r not in (culprit, role)]
-        others += [r for r in self.lost_with(culprit) if r not in (*others, role)]
-        if others:
-            what += f" (also lost: {', '.join(others)})"
-        last = self.last_checkpoint()
-        if last is not None:
-            fix = (f"the last checkpoint is {last}. Fix: find the cause above, then call again "
-                   f"with resume_from={str(last)!r}")
-        elif self.checkpoint_dir is not None:
-            fix = (f"no checkpoint had been written to {self.checkpoint_dir} yet (the first comes "
-                   f"after checkpoint_every updates). Fix: find the cause above and run again")
-        else:
-            fix = "no checkpoint was written (pass checkpoint_dir=... to keep one)"
-        cls = LearnerFailedError if culprit.split(" ")[0] == "learner" else RoleFailedError
-        return cls(f"{what} ({describe_error(error)}); {fix}.", culprit)
-
-    def lost_with(self, role: str) -> list[str]:
-        """The other running roles the plan put on ``role``'s node, if Ray no longer lists that
-        node alive: a node that dies takes every actor on it, workers included. (A node that
-        died silently stays listed for about 15 s; its roles are then not named here.)"""
-        slot = self.plan.slots.get(role) if self.plan is not None else None
-        if slot is None or slot.node_id in {n.node_id for n in cluster_nodes()}:
-            return []
-        return [r for r, s in self.plan.slots.items()
-                if s.node_id == slot.node_id and r != role and r in self.handles]
 
     def alive(self, role: str) -> bool:
         """Whether ``role`` answers a trivial call (``ping``) within the timeout."""
