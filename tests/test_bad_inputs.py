@@ -121,7 +121,7 @@ CASES = [
     ("NaN timeout for Ape-X", lambda ck: train_apex_ray(ApexDQN(SMALL), timeout_s=float("nan")),
      ValueError, r"timeout_s=nan must be a finite number >= 1 \(seconds\). Fix:"),
     ("string timeout for IMPALA", lambda ck: train_impala_ray(IMPALAConfig(), timeout_s="60"),
-     ValueError, r"timeout_s='60' must be a finite number > 0 .*\(got a str\). Fix:"),
+     ValueError, r"timeout_s='60' must be a finite number >= 1 .*\(got a str\). Fix:"),
     ("bool restarts for A3C", lambda ck: train_a3c_ray(A2CConfig(), max_restarts=True),
      ValueError, r"max_restarts=True must be an int >= 0 \(got a bool\). Fix:"),
     ("A3C with no workers", lambda ck: train_a3c_ray(A2CConfig(), num_workers=0), ValueError,
