@@ -195,10 +195,11 @@ class ImpalaLearner(SavesLearner, GroupMember):
             start = time.perf_counter()
             wait += start - asked
             lags += [self.version() - f.policy_version for f in batch]
-            env_steps += sum(f.num_steps for f in batch)
+            steps = sum(f.num_steps for f in batch)
+            env_steps += steps
             returns += [r for f in batch for r in f.episode_returns]
             loss = self.learner.update(batch)["loss"]
-            self.consumed += sum(f.num_steps for f in batch)
+            self.consumed += steps
             self.publish()
             busy += time.perf_counter() - start
         return ImpalaLearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,
