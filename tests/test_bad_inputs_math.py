@@ -19,12 +19,17 @@ matplotlib.use("Agg")
 
 from rlkit.algos.a2c import nstep_advantages  # noqa: E402
 from rlkit.algos.policy_heads import action_kind_of, make_actor_critic  # noqa: E402
+from rlkit.algos.dqn import DQNConfig  # noqa: E402
+from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.algos.ppo import PPOConfig  # noqa: E402
+from rlkit.algos.sac import SACConfig  # noqa: E402
 from rlkit.algos.vtrace import vtrace  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.notebook.plotting import moving_average, plot_reward_curves  # noqa: E402
 from rlkit.notebook.render import episode_frames  # noqa: E402
+from rlkit.train.impala import train_impala  # noqa: E402
+from rlkit.train.loop import train_dqn, train_sac  # noqa: E402
 from rlkit.train.ppo import train_ppo  # noqa: E402
 
 T, B = 4, 3
@@ -111,6 +116,20 @@ CASES = [
      r"train_impala_ray was given a PPOConfig \(PPO\).*Fix: call train_ppo_ray\(config\)"),
     ("train_impala_ray given APPO", lambda: train_impala_ray(PPOConfig(synchronous=False)),
      TypeError, r"Fix: call train_appo_ray\(config\)"),
+    # a Ray driver's run option given to a one-process trainer: refused naming the Ray driver
+    ("train_dqn given num_learners", lambda: train_dqn(DQNConfig(), num_learners=2), TypeError,
+     r"train_dqn got num_learners=2, which it does not take: it trains in this one process and "
+     r"takes checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from. Fix: drop "
+     r"num_learners, or.*call train_dqn_ray\(config, ...\)"),
+    ("train_sac given a misspelt checkpoint_dir", lambda: train_sac(SACConfig(),
+                                                                    chekpoint_dir="x"),
+     TypeError, r"train_sac got chekpoint_dir='x'.*Fix: did you mean 'checkpoint_dir'\?"),
+    ("train_ppo given checkpoint_dir", lambda: train_ppo(PPOConfig(), checkpoint_dir="x"),
+     TypeError, r"train_ppo got checkpoint_dir='x'.*takes progress. Fix: drop checkpoint_dir.*"
+     r"train_ppo_ray\(config, ...\)"),
+    ("train_impala given timeout_s", lambda: train_impala(IMPALAConfig(), timeout_s=5),
+     TypeError, r"train_impala got timeout_s=5.*takes policy_lag, progress.*"
+     r"train_impala_ray\(config, ...\)"),
 ]
 
 

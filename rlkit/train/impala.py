@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,7 +25,8 @@ from rlkit.algos.ppo import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
-from rlkit.core.validation import FLAG, check_value, int_rule, require_instance
+from rlkit.core.validation import (FLAG, check_value, int_rule, refuse_other_options,
+                                   require_instance)
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
 
@@ -78,8 +80,8 @@ class IMPALAResult(RunResult):
         return self.env_steps / seconds if seconds > 0 else 0.0
 
 
-def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = False
-                 ) -> IMPALAResult:
+def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = False,
+                 **options: Any) -> IMPALAResult:
     """Train IMPALA (or PPO, APPO: see :func:`make_learner`) in this process;
     bit-reproducible for a given config and ``policy_lag``.
 
@@ -87,8 +89,12 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         config: The run's settings (``num_workers`` runners, each ``envs_per_worker`` envs).
         policy_lag: Act with the weights of this many updates ago (0: on-policy).
         progress: Show a progress bar.
+        **options: None are taken: a Ray driver's run option (``num_learners``,
+            ``checkpoint_dir``, ...) is refused, naming :func:`train_impala_ray`.
     """
     require_instance("train_impala", "config", config, IMPALAConfig, "train_impala(IMPALAConfig())")
+    refuse_other_options("train_impala", options, ("policy_lag", "progress"),
+                         "train_impala_ray(config, ...)")
     check_value("policy_lag", policy_lag, int_rule(0, example=4))
     check_value("progress", progress, FLAG)
     torch.set_num_threads(1)

@@ -24,7 +24,7 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import check_finite, eval_seed
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm
-from rlkit.core.validation import FLAG, check_value, require_instance
+from rlkit.core.validation import FLAG, check_value, refuse_other_options, require_instance
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
@@ -56,6 +56,10 @@ class TrainResult:
     env_steps: int
     wall_seconds: float
     checkpoint: Path | None = None
+
+
+#: What :func:`train_dqn` and :func:`train_sac` take besides the config and ``progress``.
+CHECKPOINT_OPTIONS = ("checkpoint_dir", "checkpoint_every", "checkpoint_buffer", "resume_from")
 
 
 def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
@@ -195,6 +199,8 @@ def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any) -
         A :class:`TrainResult`; ``result.learner.q`` is the trained Q-network.
     """
     require_instance("train_dqn", "config", config, DQNConfig, "train_dqn(DQNConfig(...))")
+    refuse_other_options("train_dqn", checkpointing, CHECKPOINT_OPTIONS,
+                         "train_dqn_ray(config, ...)")
     return train_single_process(DQNSpec(config), progress, **checkpointing)
 
 
@@ -208,4 +214,6 @@ def train_sac(config: SACConfig, progress: bool = False, **checkpointing: Any) -
     ``**checkpointing``: see :func:`train_single_process`.
     """
     require_instance("train_sac", "config", config, SACConfig, "train_sac(SACConfig(...))")
+    refuse_other_options("train_sac", checkpointing, CHECKPOINT_OPTIONS,
+                         "train_sac_ray(config, ...)")
     return train_single_process(SACSpec(config), progress, **checkpointing)

@@ -6,12 +6,14 @@ versions are checked against.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rlkit.algos.ppo import PPOConfig
-from rlkit.core.validation import fail, require_instance
+from rlkit.core.validation import fail, refuse_other_options, require_instance
 from rlkit.train.impala import IMPALAResult, train_impala
 
 
-def train_ppo(config: PPOConfig, progress: bool = False) -> IMPALAResult:
+def train_ppo(config: PPOConfig, progress: bool = False, **options: Any) -> IMPALAResult:
     """Train PPO in this process: ``config.num_workers`` runners (seeded as the Ray workers
     are) stepped in turn for each batch of ``batch_fragments`` fragments, every one acted by
     the weights being trained; a greedy evaluation every ``eval_every`` env steps; stops at the
@@ -22,6 +24,7 @@ def train_ppo(config: PPOConfig, progress: bool = False) -> IMPALAResult:
         ``approx_kl``, ``clip_fraction`` and loss parts, one entry per batch).
     """
     require_instance("train_ppo", "config", config, PPOConfig, "train_ppo(PPOConfig())")
+    refuse_other_options("train_ppo", options, ("progress",), "train_ppo_ray(config, ...)")
     if not config.synchronous:
         fail("synchronous", config.synchronous, "is APPO, but train_ppo trains on-policy (every "
              "batch acted by the weights being trained)", "call train_appo_ray(config) for APPO "
