@@ -21,6 +21,7 @@ from rlkit.distributed.a3c.driver import train_a2c, train_a2c_ray, train_a3c_ray
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
+from rlkit.testing.faulty_envs import UNBOUNDED_PENDULUM  # noqa: E402
 from rlkit.train import train_dqn, train_sac  # noqa: E402
 from rlkit.train.checkpoint import save_checkpoint  # noqa: E402
 from rlkit.train.impala import train_impala  # noqa: E402
@@ -69,6 +70,9 @@ CASES = [
     ("SAC on a discrete-action env, under Ray", lambda ck: train_sac_ray(
         SACConfig(env_id="CartPole-v1")), ValueError,
      r"SAC needs a continuous \(1-D Box\) action space, but CartPole-v1 has Discrete.*Fix:"),
+    ("SAC on an unbounded action box, under Ray", lambda ck: train_sac_ray(
+        SACConfig(env_id=UNBOUNDED_PENDULUM)), ValueError,
+     r"the action box low=\[-inf\], high=\[inf\] is unbounded.*Fix: wrap the env"),
     ("more workers than the cluster has", lambda ck: train_dqn_ray(SMALL, num_workers=40),
      ValueError, r"num_workers=40 is too many for a cluster of 1 node of 2 CPUs.*Fix: use at "
      r"most 20"),

@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 
 from rlkit.algos.a2c import nstep_advantages  # noqa: E402
 from rlkit.algos.policy_heads import action_kind_of, make_actor_critic  # noqa: E402
+from rlkit.algos.ddpg import DDPGConfig, DDPGSpec  # noqa: E402
 from rlkit.algos.dqn import DQNConfig  # noqa: E402
 from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.algos.ppo import PPOConfig  # noqa: E402
@@ -28,8 +29,9 @@ from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
 from rlkit.notebook.plotting import moving_average, plot_reward_curves  # noqa: E402
 from rlkit.notebook.render import episode_frames  # noqa: E402
+from rlkit.testing.faulty_envs import UNBOUNDED_PENDULUM  # noqa: E402
 from rlkit.train.impala import train_impala  # noqa: E402
-from rlkit.train.loop import train_dqn, train_sac  # noqa: E402
+from rlkit.train.loop import train_dqn, train_sac, train_single_process  # noqa: E402
 from rlkit.train.ppo import train_ppo  # noqa: E402
 
 T, B = 4, 3
@@ -116,6 +118,12 @@ CASES = [
      r"train_impala_ray was given a PPOConfig \(PPO\).*Fix: call train_ppo_ray\(config\)"),
     ("train_impala_ray given APPO", lambda: train_impala_ray(PPOConfig(synchronous=False)),
      TypeError, r"Fix: call train_appo_ray\(config\)"),
+    ("SAC on an unbounded action box", lambda: train_sac(SACConfig(env_id=UNBOUNDED_PENDULUM)),
+     ValueError, r"the action box low=\[-inf\], high=\[inf\] is unbounded or empty on "
+     r"dimension\(s\) \[0\], but SquashedGaussianActor squashes.*Fix: wrap the env in "
+     r"gymnasium.wrappers.ClipAction"),
+    ("DDPG on an unbounded action box", lambda: train_single_process(DDPGSpec(DDPGConfig(
+        env_id=UNBOUNDED_PENDULUM))), ValueError, r"DeterministicActor squashes.*Fix:"),
     # a Ray driver's run option given to a one-process trainer: refused naming the Ray driver
     ("train_dqn given num_learners", lambda: train_dqn(DQNConfig(), num_learners=2), TypeError,
      r"train_dqn got num_learners=2, which it does not take: it trains in this one process and "

@@ -87,8 +87,8 @@ def check_finite_inputs(inputs: dict[str, torch.Tensor]) -> None:
     flags = torch.stack([bad(name, value) for name, value in inputs.items()])
     if bool(flags.any()):
         names = [name for name, flag in zip(inputs, flags.tolist(), strict=True) if flag]
-        raise FloatingPointError(f"{', '.join(names)} hold{'s' * (len(names) == 1)} NaN or infinite "
-                         f"values, so V-trace would return NaN targets for the whole "
+        raise FloatingPointError(f"{', '.join(names)} hold{'s' * (len(names) == 1)} NaN or "
+                         f"infinite values, so V-trace would return NaN targets for the whole "
                          f"trajectory. Fix: find where they became non-finite (a network that "
                          f"diverged: lower the learning rate or clip the gradients; a reward or "
                          f"an observation the env returned as NaN).")

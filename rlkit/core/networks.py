@@ -112,9 +112,20 @@ def register_action_box(module: nn.Module, action_low: np.ndarray,
                         action_high: np.ndarray) -> None:
     """Give ``module`` buffers ``scale = (high - low) / 2`` and ``bias = (high + low) / 2``
     ``(act_dim,)``, so ``bias + scale * tanh(x)`` maps ``(-1, 1)`` onto the action box (and the
-    box moves with the module to its device)."""
-    low = torch.as_tensor(np.asarray(action_low, dtype=np.float32))
-    high = torch.as_tensor(np.asarray(action_high, dtype=np.float32))
+    box moves with the module to its device). A box that is unbounded (or empty) on some
+    dimension has no such map and is refused, naming the fix."""
+    low_np, high_np = (np.asarray(action_low, dtype=np.float64),
+                       np.asarray(action_high, dtype=np.float64))
+    bad = ~(np.isfinite(low_np) & np.isfinite(high_np) & (high_np > low_np))
+    if bad.any():
+        raise ValueError(f"the action box low={low_np.tolist()}, high={high_np.tolist()} is "
+                         f"unbounded or empty on dimension(s) {np.flatnonzero(bad).tolist()}, "
+                         f"but {type(module).__name__} squashes its actions into the box "
+                         f"(bias + scale * tanh) and explores uniformly inside it. Fix: wrap the "
+                         f"env in gymnasium.wrappers.ClipAction or RescaleAction to finite "
+                         f"bounds, or use PPO, whose Gaussian head needs no bounds.")
+    low = torch.as_tensor(low_np, dtype=torch.float32)
+    high = torch.as_tensor(high_np, dtype=torch.float32)
     module.register_buffer("scale", (high - low) / 2)
     module.register_buffer("bias", (high + low) / 2)
 

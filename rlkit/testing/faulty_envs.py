@@ -2,14 +2,16 @@
 
 Nothing in rlkit imports this module. The tests name the environments with gymnasium's
 ``"module:Name"`` ids (the constants below): ``gym.make`` imports this module first, which
-registers the four ids, so a Ray worker builds them from the id alone, like any other env:
+registers the five ids, so a Ray worker builds them from the id alone, like any other env:
 
 * :data:`CRASHING` raises ``RuntimeError`` at the 600th step of each instance;
 * :data:`NAN_REWARD` returns a NaN reward from its 300th step on;
 * :data:`HANGING` stops answering (sleeps for an hour) at its 300th step;
 * :data:`UNBUILDABLE_IN_ACTORS` cannot be made inside a Ray actor (as an env whose ROM or
   library is missing on the workers' machines): the driver's own probe builds it, every role
-  that builds it dies while starting.
+  that builds it dies while starting;
+* :data:`UNBOUNDED_PENDULUM` is Pendulum with an action box declared unbounded (the env clips
+  the torque itself), which an algorithm that squashes its actions into the box must refuse.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import time
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+from gymnasium.envs.classic_control.pendulum import PendulumEnv
 
 
 class FaultyCartPole(CartPoleEnv):
@@ -62,14 +66,23 @@ def _in_a_ray_actor() -> bool:
     return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
 
 
+class UnboundedPendulum(PendulumEnv):
+    """Pendulum whose declared action box is ``(-inf, inf)``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.action_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+
+
 CRASHING = f"{__name__}:rlkit/CrashingCartPole-v1"
 NAN_REWARD = f"{__name__}:rlkit/NaNRewardCartPole-v1"
 HANGING = f"{__name__}:rlkit/HangingCartPole-v1"
 UNBUILDABLE_IN_ACTORS = f"{__name__}:rlkit/UnbuildableInActorsCartPole-v1"
+UNBOUNDED_PENDULUM = f"{__name__}:rlkit/UnboundedPendulum-v1"
 
 
 def register() -> None:
-    """Register the four ids (idempotent)."""
+    """Register the five ids (idempotent)."""
     for env_id, kwargs in ((CRASHING, {"crash_at_step": 600}),
                            (NAN_REWARD, {"nan_reward_at_step": 300}),
                            (HANGING, {"hang_at_step": 300}),
@@ -77,6 +90,9 @@ def register() -> None:
         name = env_id.partition(":")[2]
         if name not in gym.registry:
             gym.register(name, entry_point=FaultyCartPole, kwargs=kwargs, max_episode_steps=500)
+    name = UNBOUNDED_PENDULUM.partition(":")[2]
+    if name not in gym.registry:
+        gym.register(name, entry_point=UnboundedPendulum, max_episode_steps=200)
 
 
 register()  # on import: gym.make("rlkit.testing.faulty_envs:...") imports this module

@@ -105,6 +105,7 @@ class ApexRun(DriverRun):
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
                              f"{cluster_cpus:g} CPUs. Fix: use num_shards <= {int(cluster_cpus)}.")
         env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
+        algo.make_policy_network(env)  # (an action box the network cannot map is refused here)
         self.obs_dim, self.act_dim = space_dims(env)[0], algo.replay_action_dim(env)
         env.close()
         # the learner gets 1 CPU; the shards share its node with any workers there, the

@@ -101,6 +101,7 @@ class OffPolicyRun(DriverRun):
         check_replay_shares(config.batch_size, config.buffer_size, opts.num_learners)
         self.plan = self.place(num_workers, opts.learner_gpus)
         env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
+        algo.make_policy_network(env)  # (an action box the network cannot map is refused here)
         obs_dim, act_dim = space_dims(env)
         env.close()
         # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
