@@ -3,7 +3,6 @@ rlkit keeps token authentication on and its token private."""
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import time

@@ -26,7 +26,7 @@ import dataclasses
 import difflib
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -259,21 +259,6 @@ def refuse_unknown_keys(cls: type, owner: str, keys: Any, noun: str = "option") 
             hint = f"did you mean {near[0]!r}? " if near else ""
             raise TypeError(f"{owner} got an unknown {noun} {key!r}. Fix: {hint}it takes "
                             f"{', '.join(known)}.")
-
-
-def refuse_other_options(owner: str, options: Mapping[str, Any], accepted: Sequence[str],
-                         elsewhere: str) -> None:
-    """A ``TypeError`` for the first of ``options`` not in ``accepted``, naming ``owner``, what
-    it does take, the closest of those, and ``elsewhere`` (the Ray driver with the run options),
-    e.g. a one-process trainer given ``num_learners``."""
-    for key, value in options.items():
-        if key not in accepted:
-            near = difflib.get_close_matches(key, accepted, n=1)
-            hint = f"did you mean {near[0]!r}? If not, " if near else ""
-            raise TypeError(f"{owner} got {key}={value!r}, which it does not take: it trains in "
-                            f"this one process and takes {', '.join(accepted)}. Fix: {hint}drop "
-                            f"{key}, or, for a run option of the Ray drivers (num_learners, "
-                            f"timeout_s, ...), call {elsewhere}.")
 
 
 class _RefusesUnknownKeys(type):

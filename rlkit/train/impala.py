@@ -25,10 +25,10 @@ from rlkit.algos.ppo import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
-from rlkit.core.validation import (FLAG, check_value, int_rule, refuse_other_options,
-                                   require_instance)
+from rlkit.core.validation import FLAG, check_value, int_rule, require_instance
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
+from rlkit.train.options import refuse_other_options
 
 
 @dataclass(kw_only=True)

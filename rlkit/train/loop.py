@@ -24,7 +24,7 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import check_finite, eval_seed
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm
-from rlkit.core.validation import FLAG, check_value, refuse_other_options, require_instance
+from rlkit.core.validation import FLAG, check_value, require_instance
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
@@ -32,6 +32,7 @@ from rlkit.replay.nstep import fragment_transitions
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
                                     check_checkpoint_options, load_checkpoint, updates_owed)
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
+from rlkit.train.options import CHECKPOINT_OPTIONS, refuse_other_options
 
 
 @dataclass
@@ -56,10 +57,6 @@ class TrainResult:
     env_steps: int
     wall_seconds: float
     checkpoint: Path | None = None
-
-
-#: What :func:`train_dqn` and :func:`train_sac` take besides the config and ``progress``.
-CHECKPOINT_OPTIONS = ("checkpoint_dir", "checkpoint_every", "checkpoint_buffer", "resume_from")
 
 
 def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,

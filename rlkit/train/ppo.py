@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from rlkit.algos.ppo import PPOConfig
-from rlkit.core.validation import fail, refuse_other_options, require_instance
+from rlkit.core.validation import fail, require_instance
 from rlkit.train.impala import IMPALAResult, train_impala
+from rlkit.train.options import refuse_other_options
 
 
 def train_ppo(config: PPOConfig, progress: bool = False, **options: Any) -> IMPALAResult:

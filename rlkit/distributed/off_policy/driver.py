@@ -40,10 +40,9 @@ __all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "tr
 
 
 def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
-    """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec` and a CPU
-    learner (small Q-networks gain nothing from a GPU)."""
+    """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec`, a CPU learner."""
     require_instance("train_dqn_ray", "config", config, DQNConfig, "train_dqn_ray(DQNConfig(...))")
-    options.setdefault("learner_gpus", 0)
+    options.setdefault("learner_gpus", 0)  # small Q-networks gain nothing from a GPU
     build(RayOptions, "train_dqn_ray", options)  # an unknown option named under this name
     return train_ray(DQNSpec(config), num_workers, **options)
 
@@ -100,8 +99,8 @@ class OffPolicyRun(DriverRun):
                          algo.name, config)
         check_replay_shares(config.batch_size, config.buffer_size, opts.num_learners)
         self.plan = self.place(num_workers, opts.learner_gpus)
-        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early
-        algo.make_policy_network(env)  # (an action box the network cannot map is refused here)
+        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early,
+        algo.make_policy_network(env)  # on the action space too (a box it cannot map)
         obs_dim, act_dim = space_dims(env)
         env.close()
         # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
