@@ -74,6 +74,23 @@ def test_ppo_ablation_names_each_runs_outcome_and_counts_them_per_arm():
                                           "summary": {}})[0]
 
 
+def test_impala_stability_counts_solves_and_the_late_evaluations_at_the_target():
+    """benchmarks/impala_stability.py: seeds parsed from ranges; the median and largest env
+    steps over the solved runs only; the late fraction counts evaluations after half the
+    budget. Hand-made runs."""
+    from benchmarks.impala_stability import parse_seeds, second_half_at_target, summarize_solves
+
+    assert parse_seeds("0-3,7") == [0, 1, 2, 3, 7] and parse_seeds("5") == [5]
+    runs = {"0": {"solved": True, "env_steps": 300}, "1": {"solved": False, "env_steps": 1000},
+            "2": {"solved": True, "env_steps": 100}, "3": {"solved": True, "env_steps": 200}}
+    assert summarize_solves(runs) == {"seeds": 4, "solved": 3, "median_steps": 200,
+                                      "max_steps": 300}
+    assert summarize_solves({"0": {"solved": False, "env_steps": 9}})["median_steps"] is None
+    # budget 100: the evaluations at 60 and 80 count (2 of them, one at 475), not those at <= 50
+    assert second_half_at_target([20, 50, 60, 80], [500.0, 500.0, 475.0, 300.0], 100) == 0.5
+    assert second_half_at_target([20], [500.0], 100) is None
+
+
 def test_ppo_benchmark_summarizes_solved_seeds_and_renders_them(monkeypatch):
     """benchmarks/ppo.py: medians and ranges over the solved seeds only; a variant that solved
     none renders as "-"; Stable-Baselines3's run is skipped, not faked, where it is missing."""
