@@ -152,3 +152,24 @@ def test_a_role_lost_with_its_node_is_named_with_every_role_that_node_took(monke
                         lambda: [*plan.nodes, Node("a" * 16, "10.0.0.9", 1.0)])
     assert "also lost" not in str(sup.failure(RuntimeError("x"), "learner", "training",
                                               dead=["learner"]))
+
+
+def test_a_resumed_runs_roles_draw_new_random_streams():
+    """Every pattern's workers are seeded by their incarnation (``worker_seed(seed, i,
+    restart)``); a resumed run's incarnations start 1000 above the run it continues, so its
+    workers never replay the first run's streams, while restarts still count from 0 against
+    ``max_restarts``. (The factories stand in for actors: they return the number they get.)"""
+    from rlkit.core.common import resume_generation, worker_seed
+    from rlkit.core.metrics import History
+    from rlkit.distributed.runtime import supervisor
+
+    events = ["step 0: worker 0 failed (x); restarted (restart 1)", "step 900: resumed from a",
+              "step 1800: resumed from b"]
+    assert resume_generation([]) == 0 and resume_generation(events) == 2000
+    sup = supervisor.Supervisor(60.0, 3, History())
+    sup.incarnation_base = resume_generation(events)
+    assert sup.start("worker 0", lambda restart: restart) == 2000
+    assert sup.relaunch("worker 0") == 2001
+    assert sup.restarts["worker 0"] == 1  # what max_restarts is held against
+    seeds = {worker_seed(0, 0, r) for r in (0, 1, 1000, 1001, 2000)}
+    assert len(seeds) == 5  # the first run, its restart, each resume: five streams

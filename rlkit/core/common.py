@@ -51,8 +51,16 @@ def worker_seed(config_seed: int, worker_index: int, restart: int = 0) -> int:
     """The seed of worker ``worker_index`` (its environments, its exploration, its sampling),
     in every pattern: ``config_seed + 1000 * (i + 1) + 100_000 * restart``. Workers never share
     a random stream, nor does a restarted worker with the one it replaces (``restart`` counts
-    its incarnations; the off-policy driver adds 1000 per resume from a checkpoint)."""
+    its incarnations; every driver adds 1000 per resume from a checkpoint:
+    :func:`resume_generation`)."""
     return config_seed + 1000 * (worker_index + 1) + 100_000 * restart
+
+
+def resume_generation(events: list[str]) -> int:
+    """The ``restart`` offset of a run's roles after its resumes: 1000 per ``"resumed from"``
+    event in its history, so each resume's workers draw seeds (:func:`worker_seed`) that neither
+    the first run nor any earlier resume used, and never meet a restart's (below 1000)."""
+    return 1000 * sum("resumed from" in event for event in events)
 
 
 def check_finite(metrics: dict[str, float], updates: int, algorithm: str) -> None:

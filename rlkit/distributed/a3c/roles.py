@@ -51,7 +51,8 @@ class GradientWorker:
         worker_index: ``i``; its envs and its action sampling are seeded with
             :func:`rlkit.core.common.worker_seed`.
         env_id: Overrides ``config.env_id`` (e.g. a slow variant for one worker).
-        restart: Which incarnation of worker ``i`` this is (0 for the first).
+        restart: Which incarnation this is: its restarts, plus 1000 per resume of the run
+            (a fresh random stream each time; :func:`~rlkit.core.common.worker_seed`).
     """
 
     def __init__(self, config: A2CConfig, worker_index: int, env_id: str | None = None,

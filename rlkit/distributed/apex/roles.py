@@ -63,7 +63,8 @@ class ApexWorker:
         worker_index: ``i``; seeded with :func:`rlkit.core.common.worker_seed`.
         weights: Channel to the parameter server (publishes the learner's priority weights).
         shards: Where the transitions go.
-        restart: Which incarnation of this worker this is (fresh random stream each time).
+        restart: Which incarnation this is: its restarts, plus 1000 per resume of the run
+            (a fresh random stream each time; :func:`~rlkit.core.common.worker_seed`).
     """
 
     def __init__(self, algo: ApexAlgorithm, worker_index: int, weights: WeightsChannel,

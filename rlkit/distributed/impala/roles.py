@@ -69,7 +69,8 @@ class ImpalaActor:
         config: The run's settings.
         index: Actor index (seeded with :func:`rlkit.core.common.worker_seed`).
         queue: A :class:`TrajectoryQueue` or its actor handle.
-        restart: How often this actor was restarted (a fresh random stream each time).
+        restart: Which incarnation this is: its restarts, plus 1000 per resume of the run
+            (a fresh random stream each time; :func:`~rlkit.core.common.worker_seed`).
         timeout_s: Longest wait on the queue (for room, or for new weights).
     """
 

@@ -244,7 +244,6 @@ class OffPolicyRun(DriverRun):
         import ray
 
         sup, plan, opts, algo = self.supervisor, self.plan, self.opts, self.algo
-        generation = 1000 * sum("resumed from" in e for e in self.history.events)
         server = sup.start("parameter server", lambda _: ray.remote(ParameterServer).options(
             **sup.options("parameter server")).remote())
         channel = RayChannel(server, opts.timeout_s)
@@ -261,7 +260,7 @@ class OffPolicyRun(DriverRun):
         for i in range(self.num_workers):
             sup.start(f"worker {i}", lambda restart, i=i: ray.remote(
                 RolloutWorker).options(**sup.options(f"worker {i}")).remote(
-                algo, i, channel, generation + restart, opts.envs_per_worker))
+                algo, i, channel, restart, opts.envs_per_worker))
         timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
         self.form_learner_group(timeout)
         self.restore_learner(timeout)

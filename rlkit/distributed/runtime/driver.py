@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlkit.core.common import resume_generation
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.validation import fail
 from rlkit.distributed.runtime.cluster import require_ray
@@ -106,6 +107,7 @@ class DriverRun(LearnerCalls):
             self.env_steps, self.clock_offset = self.resumed.env_steps, self.resumed.wall_seconds
             self.history.events.append(f"step {self.env_steps}: resumed from "
                                        f"{self.resumed.path}")
+        self.supervisor.incarnation_base = resume_generation(self.history.events)
 
     # --- what a pattern writes ------------------------------------------------------------
 

@@ -62,6 +62,10 @@ class Supervisor(FailureNaming):
         self.handles: dict[str, ActorHandle] = {}
         self.factories: dict[str, Callable[[int], ActorHandle]] = {}
         self.restarts: dict[str, int] = {}
+        #: Added to the restart number each factory is given: 1000 per resume of the run
+        #: (:func:`~rlkit.core.common.worker_seed`), so a resumed run's workers draw new random
+        #: streams instead of replaying the first run's.
+        self.incarnation_base = 0
         self.started: list[ActorHandle] = []  # everything ever started, killed at the end
         self.kill_at: dict[str, int] = {}  # role -> env step at which to kill it (fault demo)
 
@@ -83,7 +87,8 @@ class Supervisor(FailureNaming):
         return extra if self.plan is None else self.plan.options(role, **extra)
 
     def start(self, role: str, make: Callable[[int], ActorHandle]) -> ActorHandle:
-        """Start ``make(restart=0)`` as ``role``; ``make`` is kept to restart it later."""
+        """Start ``make(restart)`` as ``role`` (``restart``: :attr:`incarnation_base` plus the
+        role's restarts so far, 0 at first); ``make`` is kept to restart it later."""
         self.factories[role], self.restarts[role] = make, 0
         return self._launch(role)
 
@@ -93,7 +98,8 @@ class Supervisor(FailureNaming):
         return self._launch(role)
 
     def _launch(self, role: str) -> ActorHandle:
-        self.handles[role] = handle = self.factories[role](self.restarts[role])
+        self.handles[role] = handle = self.factories[role](self.incarnation_base
+                                                           + self.restarts[role])
         self.started.append(handle)
         return handle
 
