@@ -1,4 +1,5 @@
-"""CartPole variants that fail on purpose, for the fault-injection tests and demos.
+"""Environments that fail on purpose (CartPole variants) or declare a space an algorithm must
+refuse (an unbounded Pendulum), for the fault-injection tests, the bad-input catalogue and demos.
 
 Nothing in rlkit imports this module. The tests name the environments with gymnasium's
 ``"module:Name"`` ids (the constants below): ``gym.make`` imports this module first, which
