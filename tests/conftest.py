@@ -77,9 +77,17 @@ def actor_processes(*class_names: str) -> list[str]:
     return [t for t in our_ray_processes() if any(c in t for c in class_names)]
 
 
-def wait_until_no_actors(seconds: float = 10.0) -> list[str]:
+def wait_until_no_actors(seconds: float = 30.0) -> list[str]:
     """Poll until no process of our actor classes is left (a killed process takes a moment
-    to exit); return what is left after ``seconds``."""
+    to exit); return what is left after ``seconds``.
+
+    On an idle 2-core VM the processes of a finished run are gone within a second or two (the
+    driver itself waits up to ``EXIT_TIMEOUT_S`` = 10 s for Ray to report them dead). A run that
+    fails while its roles are still starting can leave one being built (importing torch: 3-6 s
+    idle) when it is killed; on a loaded machine (a busy process per core, plus a second Ray
+    session) one such ``LearnerWorker`` was still there 10 s after the driver's own wait. The
+    poll returns as soon as nothing is left, so 30 s costs nothing when all is well and keeps
+    the check ("nothing we start is left running") true on a machine 3x slower."""
     deadline = time.monotonic() + seconds
     while (left := actor_processes(*ACTOR_CLASSES)) and time.monotonic() < deadline:
         time.sleep(0.2)
