@@ -10,8 +10,9 @@ Two measures per arm and seed:
   *reached* it and fell back, *never*), and the fraction of its second half's evaluations at or
   above 475.
 
-The arms change one thing of notebook 06's config at a time; "env steps per update" is
-``batch_fragments * envs_per_worker * unroll_length``.
+Each arm changes one respect of notebook 06's config: a setting, or the env steps per update
+(``batch_fragments * envs_per_worker * unroll_length``: B2 by the batch alone, N4-B2 by the
+envs per worker and the batch together).
 
     python -m benchmarks.impala_stability [--seeds 0-11] [--arms notebook-06,B2,N4-B2] [--hold]
 """
