@@ -5,16 +5,20 @@ Two measures per arm and seed:
 
 * **to solve**: the run stops at its first greedy evaluation (20 episodes) at or above 475, as
   notebook 06's does; a run that never gets there within ``--budget`` env steps is *stuck*;
-* **hold** (``--hold``): no early stop, ``--hold-budget`` env steps; the run's outcome is
+* **hold** (``--hold``, written to ``impala_stability_hold.json`` instead): no early stop,
+  ``--hold-budget`` env steps; the run's outcome is
   :func:`benchmarks.ppo_ablation.outcome`'s (*held* 475 from the first evaluation there,
   *reached* it and fell back, *never*), and the fraction of its second half's evaluations at or
-  above 475.
+  above 475, and how many runs fell below 250 (wandering) or below 50 (a collapsed policy:
+  one action everywhere) in that half.
 
-Each arm changes one respect of notebook 06's config: a setting, or the env steps per update
-(``batch_fragments * envs_per_worker * unroll_length``: B2 by the batch alone, N4-B2 by the
-envs per worker and the batch together).
+Each arm changes one respect of notebook 06's config: the SGD steps an update takes
+(``one-step``: the whole batch of 4,096 env steps in one step, as IMPALA's paper does and as
+rlkit did before ``minibatch_envs``; notebook 06 splits it into 16), or the env steps per update
+(``batch_fragments * envs_per_worker * unroll_length``, in one step: B2 by the batch alone,
+N4-B2 by the envs per worker and the batch together).
 
-    python -m benchmarks.impala_stability [--seeds 0-11] [--arms notebook-06,B2,N4-B2] [--hold]
+    python -m benchmarks.impala_stability [--seeds 0-11] [--arms notebook-06,one-step] [--hold]
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from benchmarks.ppo_ablation import OUTCOMES, TARGET, outcome
 
 #: Overrides of notebook 06's ``IMPALAConfig`` (queue_size keeps 2 updates' worth of fragments).
 ARMS: dict[str, dict[str, Any]] = {
-    "notebook-06": {},  # 4,096 env steps per update
-    "lr-3e-4": {"learning_rate": 3e-4},
-    "entropy-0": {"entropy_coef": 0.0},
-    "B2": {"batch_fragments": 2, "queue_size": 4},  # 1,024 env steps per update
-    "N4-B2": {"envs_per_worker": 4, "batch_fragments": 2, "queue_size": 4},  # 256 per update
+    "notebook-06": {},  # 4,096 env steps per update, in 16 SGD steps of 8 env columns (256)
+    "one-step": {"minibatch_envs": 128},  # the same update in one SGD step (4,096)
+    "B2": {"batch_fragments": 2, "queue_size": 4, "minibatch_envs": 32},  # one step of 1,024
+    "N4-B2": {"envs_per_worker": 4, "batch_fragments": 2, "queue_size": 4,
+              "minibatch_envs": 8},  # one step of 256
 }
 
 
@@ -62,59 +66,88 @@ def second_half_at_target(eval_steps: list[int], eval_returns: list[float], budg
     return sum(r >= target for r in late) / len(late) if late else None
 
 
+def solve_runs(arm: str, seeds: list[int], budget: int, lag: int) -> dict[str, dict]:
+    """Per seed: the run stopped at its first greedy evaluation >= 475, or at ``budget``."""
+    from rlkit.algos.impala import IMPALAConfig
+    from rlkit.train.impala import train_impala
+
+    runs = {}
+    for seed in seeds:
+        start = time.perf_counter()
+        r = train_impala(IMPALAConfig(seed=seed, total_steps=budget, **ARMS[arm]),
+                         policy_lag=lag)
+        runs[str(seed)] = {"solved": r.solved, "env_steps": r.env_steps,
+                           "eval_returns": r.history.eval_returns,
+                           "seconds": time.perf_counter() - start}
+        print(f"{arm:>12} seed {seed}: solved={r.solved} at {r.env_steps:,} env steps",
+              flush=True)
+    return runs
+
+
+def hold_runs(arm: str, seeds: list[int], budget: int, lag: int) -> dict[str, dict]:
+    """Per seed: a run with no early stop over ``budget`` env steps, its evaluations, outcome
+    and the share of its second half's evaluations at >= 475."""
+    from rlkit.algos.impala import IMPALAConfig
+    from rlkit.train.impala import train_impala
+
+    runs = {}
+    for seed in seeds:
+        config = IMPALAConfig(seed=seed, total_steps=budget, target_return=None, **ARMS[arm])
+        h = train_impala(config, policy_lag=lag).history
+        late = second_half_at_target(h.eval_steps, h.eval_returns, budget)
+        runs[str(seed)] = {"outcome": outcome(h.eval_returns), "eval_steps": h.eval_steps,
+                           "eval_returns": h.eval_returns, "second_half_at_target": late,
+                           "second_half_lowest": min(
+                               r for s, r in zip(h.eval_steps, h.eval_returns, strict=True)
+                               if s > budget / 2)}
+        print(f"{arm:>12} seed {seed}: {runs[str(seed)]['outcome']}, second half at 475: "
+              f"{late:.2f}, lowest {runs[str(seed)]['second_half_lowest']:.0f}", flush=True)
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0-11")
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--lag", type=int, default=1, help="simulated policy lag (updates)")
     parser.add_argument("--budget", type=int, default=1_000_000, help="env steps to solve in")
-    parser.add_argument("--hold", action="store_true", help="also run without early stop")
+    parser.add_argument("--hold", action="store_true",
+                        help="measure the hold instead (writes impala_stability_hold.json)")
     parser.add_argument("--hold-budget", type=int, default=600_000)
     args = parser.parse_args()
-    import dataclasses
-
     from rlkit.algos.impala import IMPALAConfig
     from rlkit.core.common import config_dict
-    from rlkit.train.impala import train_impala
 
     seeds, arms = parse_seeds(args.seeds), args.arms.split(",")
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise SystemExit(f"unknown arm(s) {unknown}; choose from {list(ARMS)}")
-    solves: dict[str, dict[str, dict]] = {arm: {} for arm in arms}
-    holds: dict[str, dict[str, dict]] = {arm: {} for arm in arms}
-    for arm in arms:
-        for seed in seeds:
-            config = IMPALAConfig(seed=seed, total_steps=args.budget, **ARMS[arm])
-            start = time.perf_counter()
-            r = train_impala(config, policy_lag=args.lag)
-            solves[arm][str(seed)] = {"solved": r.solved, "env_steps": r.env_steps,
-                                      "eval_returns": r.history.eval_returns,
-                                      "seconds": time.perf_counter() - start}
-            print(f"{arm:>12} seed {seed}: solved={r.solved} at {r.env_steps:,} env steps",
-                  flush=True)
-            if args.hold:
-                config = dataclasses.replace(config, total_steps=args.hold_budget,
-                                             target_return=None)
-                h = train_impala(config, policy_lag=args.lag).history
-                holds[arm][str(seed)] = {
-                    "outcome": outcome(h.eval_returns), "eval_steps": h.eval_steps,
-                    "eval_returns": h.eval_returns,
-                    "second_half_at_target": second_half_at_target(
-                        h.eval_steps, h.eval_returns, args.hold_budget)}
-    summary = {arm: summarize_solves(by_seed) for arm, by_seed in solves.items()}
+    common = {"lag": args.lag, "target": TARGET, "seeds": seeds,
+              "arms": {arm: ARMS[arm] for arm in arms}, "config": config_dict(IMPALAConfig())}
     if args.hold:
-        for arm, by_seed in holds.items():
-            summary[arm]["hold"] = {o: sum(run["outcome"] == o for run in by_seed.values())
-                                    for o in OUTCOMES}
+        holds = {arm: hold_runs(arm, seeds, args.hold_budget, args.lag) for arm in arms}
+        summary = {arm: {"seeds": len(by_seed),
+                         **{o: sum(r["outcome"] == o for r in by_seed.values())
+                            for o in OUTCOMES},
+                         "mean_second_half_at_target": statistics.mean(
+                             r["second_half_at_target"] for r in by_seed.values()),
+                         "below_250_in_second_half": sum(
+                             r["second_half_lowest"] < 250 for r in by_seed.values()),
+                         "below_50_in_second_half": sum(
+                             r["second_half_lowest"] < 50 for r in by_seed.values())}
+                   for arm, by_seed in holds.items()}
+        for arm, s in summary.items():
+            print(f"{arm:>12}: {s}")
+        write_result("impala_stability_hold", {"hold_budget": args.hold_budget, **common,
+                                                "summary": summary, "holds": holds})
+        return
+    solves = {arm: solve_runs(arm, seeds, args.budget, args.lag) for arm in arms}
+    summary = {arm: summarize_solves(by_seed) for arm, by_seed in solves.items()}
     for arm, s in summary.items():
         print(f"{arm:>12}: solved {s['solved']}/{s['seeds']}, median {s['median_steps']}, "
-              f"max {s['max_steps']}" + (f", hold {s['hold']}" if "hold" in s else ""))
-    write_result("impala_stability", {
-        "budget": args.budget, "hold_budget": args.hold_budget if args.hold else None,
-        "lag": args.lag, "target": TARGET, "seeds": seeds,
-        "arms": {arm: ARMS[arm] for arm in arms}, "summary": summary, "solves": solves,
-        "holds": holds if args.hold else None, "config": config_dict(IMPALAConfig())})
+              f"max {s['max_steps']}")
+    write_result("impala_stability", {"budget": args.budget, **common, "summary": summary,
+                                      "solves": solves})
 
 
 if __name__ == "__main__":

@@ -141,6 +141,55 @@ def test_learner_rejects_a_non_finite_loss():
         learner.update([traj])  # V-trace names the input before the loss goes NaN
 
 
+def test_an_update_takes_one_sgd_step_per_interleaved_group_of_env_columns():
+    """minibatch_envs=1 on 2 fragments of 2 envs: 4 SGD steps, step j on column j (fragment
+    j // 2, env j % 2), each V-trace target computed with the weights of that step; done by hand
+    on a twin learner, the weights agree. minibatch_envs=4 (all columns) is one step."""
+    runner = EnvRunner("CartPole-v1", 0, "discrete", "IMPALA", num_envs=2)
+    rng = np.random.default_rng(0)
+
+    def random_policy(obs):
+        return rng.integers(0, 2, len(obs)), np.full(len(obs), np.log(0.5), np.float32)
+
+    fragments = [runner.run(6, random_policy, fixed_length=True) for _ in range(2)]
+    for envs, steps in ((1, 4), (2, 2), (4, 1)):
+        config = dataclasses.replace(SMALL, minibatch_envs=envs)
+        assert config.minibatches == steps
+        learner, twin = VTraceLearner(4, 2, config), VTraceLearner(4, 2, config)
+        batch = stack_fragments(fragments)
+        for j in range(steps):
+            loss = impala_loss(twin.net, {k: v[:, j::steps] for k, v in batch.items()}, config)[0]
+            twin.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(twin.net.parameters(), config.max_grad_norm)
+            twin.optimizer.step()
+        learner.update(fragments)
+        assert learner.updates == 1  # one version, however many SGD steps
+        for a, b in zip(learner.net.parameters(), twin.net.parameters(), strict=True):
+            assert torch.equal(a, b), (envs, steps)
+    one, four = (VTraceLearner(4, 2, dataclasses.replace(SMALL, minibatch_envs=e))
+                 for e in (4, 1))
+    one.update(fragments), four.update(fragments)
+    assert not all(torch.equal(a, b) for a, b in zip(one.net.parameters(),
+                                                     four.net.parameters(), strict=True))
+
+
+def test_minibatch_envs_is_impala_s_and_a_group_needs_a_column_per_step():
+    from rlkit.algos.ppo import PPOConfig
+    from rlkit.distributed.impala.driver import ImpalaRun
+    from rlkit.distributed.runtime.options import RunOptions
+
+    with pytest.raises(ValueError, match=r"minibatch_envs=4 is IMPALA's.*Fix: set minibatch_size"):
+        PPOConfig(minibatch_envs=4)
+    with pytest.raises(ValueError, match=r"minibatch_envs=0 must be an int >= 1"):
+        IMPALAConfig(minibatch_envs=0)
+    # 2 fragments of 2 envs, 1 column a step: 4 steps; 2 ranks would hold 2 columns each
+    config = dataclasses.replace(SMALL, minibatch_envs=1)
+    with pytest.raises(ValueError, match=r"num_learners=2 leaves each rank 2 env columns per "
+                       r"update, fewer than the 4 SGD steps.*raise minibatch_envs to at least 2"):
+        ImpalaRun(config, RunOptions(num_learners=2))
+
+
 # ---------------------------------------------------------------- under Ray
 
 RAY_CONFIG = IMPALAConfig(envs_per_worker=4, unroll_length=16, batch_fragments=4, queue_size=4,

@@ -57,7 +57,11 @@ def check_queue_staleness(queue_size: int, batch_fragments: int) -> None:
 class IMPALAConfig(Validated):
     """Settings of an IMPALA run. Invalid values raise ``ValueError`` naming the field and the fix.
 
-    The defaults are the CartPole-v1 settings of notebook 06 (same for every seed). A full queue
+    The defaults are the CartPole-v1 settings of notebook 06 (same for every seed). An update
+    takes ``minibatches`` SGD steps on ``minibatch_envs`` env columns each (16 of 8 with the
+    defaults), not one step on the whole batch: with one step per 4,096 env steps, 5 of 36 seeds
+    wandered below 250 for the rest of a 1M-step budget (``benchmarks/impala_stability.py``
+    measures both). A full queue
     holds ``queue_size / batch_fragments`` updates' worth of fragments, each that many updates
     old when consumed: above :data:`WARN_QUEUE_UPDATES` a warning says V-trace will be clipping
     most of its importance weights; above :data:`MAX_QUEUE_UPDATES` the config is refused.
@@ -69,6 +73,7 @@ class IMPALAConfig(Validated):
     envs_per_worker: int = integer(16, 1)  # N: envs each actor steps in lockstep
     unroll_length: int = integer(32, 1)  # T: steps per env in one trajectory fragment
     batch_fragments: int = integer(8, 1)  # B: fragments per learner update
+    minibatch_envs: int = integer(8, 1)  # env columns (T steps each) per SGD step of an update
     queue_size: int = integer(16, 1)  # fragments the queue holds before actors must wait
     learning_rate: float = number(1e-3, above=0)
     gamma: float = number(0.99, at_least=0, below=1)
@@ -103,6 +108,13 @@ class IMPALAConfig(Validated):
     @property
     def steps_per_fragment(self) -> int:
         return self.unroll_length * self.envs_per_worker
+
+    @property
+    def minibatches(self) -> int:
+        """SGD steps per update, the same on every rank of a learner group (their gradients
+        are averaged step by step): the batch's ``B * N`` env columns in groups of
+        ``minibatch_envs``, ``ceil(B * N / minibatch_envs)``."""
+        return -(-self.batch_fragments * self.envs_per_worker // self.minibatch_envs)
 
 
 def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
@@ -182,7 +194,8 @@ def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALA
 
 
 class VTraceLearner(ActorCriticState):
-    """Owns the network and its optimiser; one :meth:`update` per batch of ``B`` fragments.
+    """Owns the network and its optimiser; one :meth:`update` per batch of ``B`` fragments
+    (``config.minibatches`` SGD steps).
 
     ``updates`` is also the policy *version*: the weights after ``k`` updates are version ``k``.
     """
@@ -196,15 +209,32 @@ class VTraceLearner(ActorCriticState):
         self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
 
     def update(self, fragments: Sequence[Fragment]) -> dict[str, float]:
-        """One gradient step on ``B`` fragments; returns the loss metrics."""
-        loss, metrics = impala_loss(self.net, stack_fragments(fragments), self.config)
-        if not math.isfinite(metrics["loss"]):
-            raise FloatingPointError(f"IMPALA loss became non-finite at update {self.updates}: "
-                                     f"{metrics}. Fix: lower learning_rate or max_grad_norm.")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.sync_gradients(self.net.parameters())  # a learner group's all-reduce
-        nn.utils.clip_grad_norm_(self.net.parameters(), self.config.max_grad_norm)
-        self.optimizer.step()
+        """One update on ``B`` fragments: ``config.minibatches`` gradient steps, each on an
+        interleaved share of the batch's env columns (whole trajectories, as V-trace needs:
+        columns ``j``, ``j + k``, ``j + 2k``, ... for step ``j`` of ``k``, spread over the
+        fragments).
+        From the second step on the network has moved since the targets' data was acted, and
+        V-trace's ratios account for it as for any lag. Returns the steps' mean metrics."""
+        batch = stack_fragments(fragments)
+        steps = self.config.minibatches
+        if batch["actions"].shape[1] < steps:
+            raise ValueError(f"an update of {batch['actions'].shape[1]} env columns cannot be "
+                             f"split into minibatches={steps} SGD steps. Fix: raise "
+                             f"minibatch_envs, or give each learner more fragments.")
+        totals: dict[str, float] = {}
+        for j in range(steps):
+            part = {name: value[:, j::steps] for name, value in batch.items()}
+            loss, metrics = impala_loss(self.net, part, self.config)
+            if not math.isfinite(metrics["loss"]):
+                raise FloatingPointError(f"IMPALA loss became non-finite at update "
+                                         f"{self.updates} (SGD step {j}): {metrics}. Fix: lower "
+                                         f"learning_rate or max_grad_norm.")
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.sync_gradients(self.net.parameters())  # a learner group's all-reduce
+            nn.utils.clip_grad_norm_(self.net.parameters(), self.config.max_grad_norm)
+            self.optimizer.step()
+            for name, value in metrics.items():
+                totals[name] = totals.get(name, 0.0) + value / steps
         self.updates += 1
-        return metrics
+        return totals

@@ -83,6 +83,12 @@ class PPOConfig(IMPALAConfig):
             warnings.warn(f"gae_lambda={self.gae_lambda} has no effect with use_vtrace=True: "
                           f"V-trace's targets take the place of GAE. Fix: leave gae_lambda at "
                           f"its default, or set use_vtrace=False to use it.", stacklevel=5)
+        default_envs = next(f.default for f in dataclasses.fields(self)
+                            if f.name == "minibatch_envs")
+        if self.minibatch_envs != default_envs:
+            fail("minibatch_envs", self.minibatch_envs, "is IMPALA's split of an update into "
+                 "whole env columns; PPO and APPO shuffle env steps into minibatches",
+                 "set minibatch_size (env steps per SGD step) instead")
         if self.minibatch_size > self.steps_per_batch:
             fail("minibatch_size", self.minibatch_size, f"is larger than one batch "
                  f"(batch_fragments * unroll_length * envs_per_worker = {self.steps_per_batch}"

@@ -167,10 +167,11 @@ def vtrace(behaviour_log_probs: torch.Tensor, target_log_probs: torch.Tensor,
         carry = (~cut).to(values.dtype)
     deltas = rhos * (rewards + discounts * next_values - values)
 
+    traces = discounts * cs * carry  # gamma_t * c_t, 0 where the trace stops
     corrections = torch.empty_like(values)  # v_s - V(x_s)
     acc = torch.zeros_like(bootstrap_value)
     for t in range(values.shape[0] - 1, -1, -1):
-        acc = deltas[t] + discounts[t] * cs[t] * carry[t] * acc
+        acc = deltas[t] + traces[t] * acc
         corrections[t] = acc
     vs = values + corrections
 

@@ -107,6 +107,12 @@ class ImpalaRun(DriverRun):
             fail("num_learners", options.num_learners, f"must divide batch_fragments="
                  f"{config.batch_fragments}: each rank takes an equal share of every batch",
                  "use a divisor of batch_fragments")
+        share = config.batch_fragments // options.num_learners * config.envs_per_worker
+        if name == "IMPALA" and share < config.minibatches:  # every rank takes every SGD step
+            fail("num_learners", options.num_learners, f"leaves each rank {share} env columns "
+                 f"per update, fewer than the {config.minibatches} SGD steps (minibatches) every "
+                 f"rank takes", f"use fewer learners, or raise minibatch_envs to at least "
+                 f"{-(-config.batch_fragments * config.envs_per_worker // share)}")
         self.place(config.num_workers)  # refused here if it cannot be placed
         self.kind = config_action_kind(config)
         probe = make_env(config.env_id, config.seed, self.kind, name)
