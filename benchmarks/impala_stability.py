@@ -12,13 +12,13 @@ Two measures per arm and seed:
   above 475, and how many runs fell below 250 (wandering) or below 50 (a collapsed policy:
   one action everywhere) in that half.
 
-Each arm changes one respect of notebook 06's config: the SGD steps an update takes
-(``one-step``: the whole batch of 4,096 env steps in one step, as IMPALA's paper does and as
-rlkit did before ``minibatch_envs``; notebook 06 splits it into 16), or the env steps per update
-(``batch_fragments * envs_per_worker * unroll_length``, in one step: B2 by the batch alone,
-N4-B2 by the envs per worker and the batch together).
+Each arm changes notebook 06's config (16 SGD steps of 256 env steps per update, learning rate
+5e-4): ``lr-1e-3`` the learning rate alone; ``one-step`` the whole batch of 4,096 env steps in
+one SGD step at 1e-3 (as IMPALA's paper does, and notebook 06's settings before
+``minibatch_envs``); B2 and N4-B2 one SGD step at 1e-3 on smaller batches
+(``batch_fragments * envs_per_worker * unroll_length`` = 1,024 and 256 env steps).
 
-    python -m benchmarks.impala_stability [--seeds 0-11] [--arms notebook-06,one-step] [--hold]
+    python -m benchmarks.impala_stability [--seeds 0-11] [--arms notebook-06,lr-1e-3,one-step] [--hold]
 """
 
 from __future__ import annotations
@@ -33,11 +33,14 @@ from benchmarks.ppo_ablation import OUTCOMES, TARGET, outcome
 
 #: Overrides of notebook 06's ``IMPALAConfig`` (queue_size keeps 2 updates' worth of fragments).
 ARMS: dict[str, dict[str, Any]] = {
-    "notebook-06": {},  # 4,096 env steps per update, in 16 SGD steps of 8 env columns (256)
-    "one-step": {"minibatch_envs": 128},  # the same update in one SGD step (4,096)
-    "B2": {"batch_fragments": 2, "queue_size": 4, "minibatch_envs": 32},  # one step of 1,024
+    # 4,096 env steps per update, in 16 SGD steps of 8 env columns (256), learning rate 5e-4
+    "notebook-06": {},
+    "lr-1e-3": {"learning_rate": 1e-3},  # the same, at the learning rate of one-step
+    "one-step": {"minibatch_envs": 128, "learning_rate": 1e-3},  # one SGD step of 4,096
+    "B2": {"batch_fragments": 2, "queue_size": 4, "minibatch_envs": 32,
+           "learning_rate": 1e-3},  # one SGD step of 1,024
     "N4-B2": {"envs_per_worker": 4, "batch_fragments": 2, "queue_size": 4,
-              "minibatch_envs": 8},  # one step of 256
+              "minibatch_envs": 8, "learning_rate": 1e-3},  # one SGD step of 256
 }
 
 

@@ -57,6 +57,7 @@ class PPOConfig(IMPALAConfig):
     unroll_length: int = integer(32, 1)
     batch_fragments: int = integer(2, 1)
     queue_size: int = integer(4, 1)
+    learning_rate: float = number(1e-3, above=0)
     gamma: float = number(0.98, at_least=0, below=1)
     entropy_coef: float = number(0.0, at_least=0)
     max_grad_norm: float = number(0.5, above=0)
