@@ -8,9 +8,13 @@ import pytest
 
 from rlkit.algos.impala import IMPALAConfig
 
-#: IMPALA for the cluster tests that must solve: 3M env steps, not 1M, because an asynchronous
-#: run now and then wanders before it solves (notebook 07 uses the same budget).
-CLUSTER_IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, total_steps=3_000_000)
+#: IMPALA for the cluster tests that must solve. A budget of 3M env steps, not 1M, as a margin:
+#: these runs lose a node or restart their learners on the way, and while every seed of notebook
+#: 06's benchmark solved within 1M (the slowest at 443k, one process), an asynchronous run's
+#: tail is not measured. The first evaluation comes at 50k env steps, not 20k: the tests lose a
+#: node or press Ctrl-C at 30k-40k, and a run must not solve before that.
+CLUSTER_IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, eval_every=50_000,
+                              total_steps=3_000_000)
 
 ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer",
                  "GradientWorker", "GradientServer", "ImpalaActor", "ImpalaLearner",

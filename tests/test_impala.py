@@ -186,7 +186,7 @@ def test_minibatch_envs_is_impala_s_and_a_group_needs_a_column_per_step():
     # 2 fragments of 2 envs, 1 column a step: 4 steps; 2 ranks would hold 2 columns each
     config = dataclasses.replace(SMALL, minibatch_envs=1)
     with pytest.raises(ValueError, match=r"num_learners=2 leaves each rank 2 env columns per "
-                       r"update, fewer than the 4 SGD steps.*raise minibatch_envs to at least 2"):
+                       r"update, fewer than the 4 SGD steps.*minibatch_envs >= 2"):
         ImpalaRun(config, RunOptions(num_learners=2))
 
 

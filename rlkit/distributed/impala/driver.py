@@ -107,12 +107,11 @@ class ImpalaRun(DriverRun):
             fail("num_learners", options.num_learners, f"must divide batch_fragments="
                  f"{config.batch_fragments}: each rank takes an equal share of every batch",
                  "use a divisor of batch_fragments")
-        share = config.batch_fragments // options.num_learners * config.envs_per_worker
-        if name == "IMPALA" and share < config.minibatches:  # every rank takes every SGD step
-            fail("num_learners", options.num_learners, f"leaves each rank {share} env columns "
-                 f"per update, fewer than the {config.minibatches} SGD steps (minibatches) every "
-                 f"rank takes", f"use fewer learners, or raise minibatch_envs to at least "
-                 f"{-(-config.batch_fragments * config.envs_per_worker // share)}")
+        columns = config.batch_fragments * config.envs_per_worker  # per update
+        if name == "IMPALA" and (share := columns // options.num_learners) < config.minibatches:
+            fail("num_learners", options.num_learners, f"leaves each rank {share} env columns per "
+                 f"update, fewer than the {config.minibatches} SGD steps every rank takes",
+                 f"use fewer learners, or minibatch_envs >= {-(-columns // share)}")
         self.place(config.num_workers)  # refused here if it cannot be placed
         self.kind = config_action_kind(config)
         probe = make_env(config.env_id, config.seed, self.kind, name)
@@ -192,8 +191,7 @@ class ImpalaRun(DriverRun):
         """The learner's calls in flight finish before it hands over its state (an actor runs
         its calls in order), so the state holds updates whose env steps the driver has not
         counted yet. The ranks' own counts, read just before the state, are the steps behind
-        it: with them a checkpoint's env steps and its learner agree (the history it holds
-        ends at the last report the driver handled)."""
+        it: a checkpoint's env steps and learner agree (its history ends at the last report)."""
         sup = self.supervisor
         refs = {role: sup[role].consumed_env_steps.remote() for role in self.learner_roles}
         return self.steps_base + sum(sup.get(ref, role, "counting its env steps")
