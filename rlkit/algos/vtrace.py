@@ -168,11 +168,12 @@ def vtrace(behaviour_log_probs: torch.Tensor, target_log_probs: torch.Tensor,
     deltas = rhos * (rewards + discounts * next_values - values)
 
     traces = discounts * cs * carry  # gamma_t * c_t, 0 where the trace stops
-    corrections = torch.empty_like(values)  # v_s - V(x_s)
     acc = torch.zeros_like(bootstrap_value)
-    for t in range(values.shape[0] - 1, -1, -1):
-        acc = deltas[t] + traces[t] * acc
-        corrections[t] = acc
+    backwards = []  # v_s - V(x_s), from the last step to the first
+    for delta, trace in zip(reversed(deltas.unbind(0)), reversed(traces.unbind(0)), strict=True):
+        acc = delta + trace * acc
+        backwards.append(acc)
+    corrections = torch.stack(backwards[::-1])
     vs = values + corrections
 
     # v_{s+1} for the advantage: the next target inside an episode, else the bootstrap value

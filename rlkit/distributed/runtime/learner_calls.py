@@ -133,8 +133,8 @@ class LearnerCalls:
         self.history.events.append(
             f"step {self.env_steps}: {error.role} lost ({str(error).split(' (')[0]}); the "
             f"learner group restarted from {last} at update {saved.updates}, saved at "
-            f"{saved.env_steps:,} env steps ({self.updates - saved.updates} updates lost; "
-            f"{where}) in "
+            f"{saved.env_steps:,} env steps ({max(0, self.updates - saved.updates)} updates "
+            f"lost of the {self.updates} the driver had counted; {where}) in "
             f"{time.perf_counter() - begin:.1f} s ({started - begin:.1f} s to start the ranks)")
         self.updates = saved.updates
         return saved
