@@ -18,7 +18,7 @@ one SGD step at 1e-3 (as IMPALA's paper does, and notebook 06's settings before
 ``minibatch_envs``); B2 and N4-B2 one SGD step at 1e-3 on smaller batches
 (``batch_fragments * envs_per_worker * unroll_length`` = 1,024 and 256 env steps).
 
-    python -m benchmarks.impala_stability [--seeds 0-11] [--arms notebook-06,lr-1e-3,one-step] [--hold]
+    python -m benchmarks.impala_stability [--seeds 0-47] [--arms notebook-06,one-step] [--hold]
 """
 
 from __future__ import annotations
