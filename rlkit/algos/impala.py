@@ -61,11 +61,12 @@ class IMPALAConfig(Validated):
     takes ``minibatches`` SGD steps on ``minibatch_envs`` env columns each (16 of 8 with the
     defaults), not one step on the whole batch: with one step per 4,096 env steps, some seeds
     wander below 250 for the rest of a 1M-step budget; the learning rate of 5e-4, not 1e-3, makes
-    a solved policy collapse less often (``benchmarks/impala_stability.py`` measures both). A
-    full queue
-    holds ``queue_size / batch_fragments`` updates' worth of fragments, each that many updates
-    old when consumed: above :data:`WARN_QUEUE_UPDATES` a warning says V-trace will be clipping
-    most of its importance weights; above :data:`MAX_QUEUE_UPDATES` the config is refused.
+    a solved policy collapse less often (``benchmarks/impala_stability.py`` measures both).
+
+    A full queue holds ``queue_size / batch_fragments`` updates' worth of fragments, each that
+    many updates old when consumed: above :data:`WARN_QUEUE_UPDATES` a warning says V-trace will
+    be clipping most of its importance weights; above :data:`MAX_QUEUE_UPDATES` the config is
+    refused.
     """
 
     env_id: str = text("CartPole-v1")
