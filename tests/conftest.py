@@ -44,6 +44,24 @@ assert ray.get([counter.add.remote(k) for k in (1, 2, 3)])[-1] == 6  # a fresh a
 ray.kill(counter)"""
 
 
+def assert_same_tree(a, b, path="checkpoint"):
+    """Two checkpoint trees hold the same values, tensors bit for bit (dtype included)."""
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), path
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and sorted(a, key=repr) == sorted(b, key=repr), path
+        for key in a:
+            assert_same_tree(a[key], b[key], f"{path}[{key!r}]")
+    elif isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_tree(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, (path, a, b)
+
+
 def _ours(proc: psutil.Process) -> bool:
     """Whether this test session started ``proc`` (it descends from this process: Ray's
     raylets and GCS are children of the driver, its workers children of a raylet, notebook

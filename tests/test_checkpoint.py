@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import assert_same_tree
+
 from rlkit.algos.dqn import DQNConfig, DQNLearner
 from rlkit.algos.sac import SACConfig, SACLearner
 from rlkit.core.common import next_multiple, resumed_updates_due, updates_due
 from rlkit.core.metrics import History
 from rlkit.core.types import Batch
 from rlkit.replay.buffers import ReplayBuffer, TensorReplayBuffer
-from rlkit.train import train_dqn
+from rlkit.train import train_dqn, train_sac
 from rlkit.train.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.train.interrupts import interrupts_deferred
 
@@ -275,3 +277,95 @@ def test_a_checkpoint_dir_that_cannot_be_written_is_refused_before_training(tmp_
                                  folder, 10, None)
     check_checkpoint_options(tmp_path / "fine", 10, None)
     assert (tmp_path / "fine").is_dir() and list((tmp_path / "fine").iterdir()) == []
+
+
+def _assert_same_run(a, b):
+    """The same run: counts, learner (networks and optimiser), buffer (rows and sampling
+    stream), envs, random streams, and the history's steps, returns and losses. Only the
+    seconds and the resume's own event may differ."""
+    assert (a.env_steps, a.updates) == (b.env_steps, b.updates)
+    for part in ("learner", "buffer", "run_state"):
+        assert_same_tree(getattr(a, part), getattr(b, part), part)
+    for field in ("episode_steps", "episode_returns", "eval_steps", "eval_returns", "eval_stds",
+                  "loss_steps", "losses"):
+        assert getattr(a.history, field) == getattr(b.history, field), field
+
+
+SAC_CFG = SACConfig(hidden=(16, 16), batch_size=8, learning_starts=100, total_steps=700,
+                    eval_every=350, eval_episodes=1, target_return=None)
+RESUMES = {  # name: (trainer, config, the env step of the checkpoint resumed from)
+    "dqn": (train_dqn, CFG, 600),
+    "dqn-3-step": (train_dqn, dataclasses.replace(CFG, n_step=3), 600),
+    "sac": (train_sac, SAC_CFG, 300),
+}
+
+
+@pytest.mark.parametrize("name", list(RESUMES))
+def test_a_run_resumed_mid_episode_is_bit_identical_to_the_run_never_stopped(
+        tmp_path, monkeypatch, name):
+    """Issue 38: a periodic checkpoint taken inside an episode, resumed, ends where the
+    uninterrupted run ends. Every checkpoint the uninterrupted run writes is copied aside;
+    the resume starts from the copy at ``at`` env steps."""
+    import shutil
+
+    from rlkit.train import checkpoint as checkpoint_module
+
+    train, config, at = RESUMES[name]
+    copies, save = {}, checkpoint_module.save_checkpoint
+
+    def save_and_copy(folder, *args, **kwargs):
+        path = save(folder, *args, **kwargs)
+        copies[args[4]] = shutil.copy(path, tmp_path / f"at_{args[4]}.pt")  # by env steps
+        return path
+
+    monkeypatch.setattr(checkpoint_module, "save_checkpoint", save_and_copy)
+    train(config, checkpoint_dir=tmp_path / "whole", checkpoint_every=100)
+    mid = torch.load(copies[at], weights_only=True)["run_state"]["runner"]
+    assert mid["episode_length"].item() > 0  # the envs are inside an episode
+    resumed = train(config, resume_from=copies[at], checkpoint_dir=tmp_path / "resumed",
+                    checkpoint_every=100)
+    assert f"step {at}: resumed from" in resumed.history.events[-1]
+    assert "exactly where it stopped" in resumed.history.events[-1]
+    algo = "SAC" if name == "sac" else "DQN"
+    _assert_same_run(load_checkpoint(tmp_path / "whole", algo, config),
+                     load_checkpoint(tmp_path / "resumed", algo, config))
+
+
+def test_a_run_stopped_by_ctrl_c_mid_episode_resumes_into_the_run_never_stopped(
+        tmp_path, monkeypatch):
+    """A Ctrl-C arriving inside a step (here: while the policy chooses the action of env step
+    701) is taken when the step's bookkeeping ends, so its checkpoint is a consistent one and the
+    resumed run ends where the uninterrupted run ends, with the losses not yet logged kept."""
+    from rlkit.algos.dqn import DQNSpec
+
+    config = dataclasses.replace(CFG, n_step=3)
+    whole = train_dqn(config, checkpoint_dir=tmp_path / "whole")
+    make_policy, calls = DQNSpec.exploration_policy, []
+
+    def interrupting(self, *args):
+        policy = make_policy(self, *args)
+
+        def act(obs):
+            calls.append(1)
+            if len(calls) == 701:
+                signal.raise_signal(signal.SIGINT)  # to this thread, at once
+            return policy(obs)
+        return act
+
+    monkeypatch.setattr(DQNSpec, "exploration_policy", interrupting)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_dqn(config, checkpoint_dir=tmp_path / "stopped")
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+    stopped = load_checkpoint(tmp_path / "stopped", "DQN", config)
+    assert stopped.env_steps == 702  # the step in progress (train_every=2) was finished
+    assert stopped.run_state["runner"]["episode_length"].item() > 0
+    assert stopped.run_state["losses"]  # losses not yet logged at the stop travel with it
+    monkeypatch.undo()
+    resumed = train_dqn(config, resume_from=tmp_path / "stopped",
+                        checkpoint_dir=tmp_path / "stopped")
+    assert resumed.env_steps == whole.env_steps
+    _assert_same_run(load_checkpoint(tmp_path / "whole", "DQN", config),
+                     load_checkpoint(tmp_path / "stopped", "DQN", config))

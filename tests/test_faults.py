@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import wait_until_no_actors
+from conftest import assert_same_tree, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -159,4 +159,54 @@ def test_a_single_process_checkpoint_resumes_under_ray(ray_cluster, tmp_path):
     assert result.updates == first.learner.updates + (3000 - 1000) // 2  # buffer restored
     n = len(first.history.episode_returns)
     assert result.history.episode_returns[:n] == first.history.episode_returns
+    assert wait_until_no_actors() == []
+
+
+def _ray_resumes():
+    from rlkit.algos.a2c import A2CConfig
+    from rlkit.algos.apex import ApexConfig, ApexDQN
+    from rlkit.algos.impala import IMPALAConfig
+    from rlkit.distributed.a3c.driver import train_a3c_ray
+    from rlkit.distributed.apex.driver import train_apex_ray
+    from rlkit.distributed.impala.driver import train_impala_ray
+
+    small = dict(total_steps=2_048, eval_every=2_048, eval_episodes=1, target_return=None)
+    impala = dict(num_workers=1, envs_per_worker=4, batch_fragments=2, unroll_length=64)
+    dqn = dataclasses.replace(CFG, learning_starts=200, total_steps=1_000, eval_every=1_000,
+                              eval_episodes=1)
+    return {  # pattern: (the checkpoint's algorithm, its config, run(**options))
+        "dqn": ("DQN", dqn, lambda **o: train_dqn_ray(dqn, num_workers=1, **o)),
+        "apex": ("Ape-X DQN", dqn, lambda **o: train_apex_ray(ApexDQN(dqn, ApexConfig(
+            num_workers=1, num_shards=1, envs_per_worker=4)), **o)),
+        "a3c": ("A2C", A2CConfig(**small),
+                lambda **o: train_a3c_ray(A2CConfig(**small), num_workers=1, **o)),
+        "impala": ("IMPALA", IMPALAConfig(**small, **impala),
+                   lambda **o: train_impala_ray(IMPALAConfig(**small, **impala), **o)),
+    }
+
+
+@pytest.mark.parametrize("pattern", ["dqn", "apex", "a3c", "impala"])
+def test_a_ray_resume_restores_every_part_its_checkpoint_holds(ray_cluster, tmp_path, pattern):
+    """What a Ray driver's resume restores (rlkit.train.checkpoint's docstring says what, and
+    why the envs and random streams are not among it): the learner (networks, optimiser,
+    update count), the replay buffer with its sampling stream where the pattern saves one, the
+    env steps, the clock and the history. A run resumed at the end of its budget has nothing
+    left to train: it loads the checkpoint into freshly started roles and saves them again, so
+    every part must come back unchanged, through the actors. (PPO and APPO resume through
+    IMPALA's driver and learner role.)"""
+    algorithm, config, run = _ray_resumes()[pattern]
+    run(checkpoint_dir=tmp_path / "first")
+    run(checkpoint_dir=tmp_path / "again", resume_from=tmp_path / "first")
+    first = load_checkpoint(tmp_path / "first", algorithm, config)
+    again = load_checkpoint(tmp_path / "again", algorithm, config)
+    assert (again.env_steps, again.updates) == (first.env_steps, first.updates) and first.updates
+    assert_same_tree(first.learner, again.learner, "learner")
+    assert_same_tree(first.buffer, again.buffer, "buffer")
+    assert (first.buffer is not None) == (pattern == "dqn")  # Ape-X's shards are not saved
+    assert again.wall_seconds >= first.wall_seconds  # the clock goes on from the checkpoint's
+    assert again.history.events == [*first.history.events,
+                                    f"step {first.env_steps}: resumed from {first.path}"]
+    for field in ("episode_steps", "episode_returns", "eval_steps", "eval_returns", "losses"):
+        assert getattr(again.history, field) == getattr(first.history, field), field
+    assert first.run_state is None  # a Ray driver saves none (see above)
     assert wait_until_no_actors() == []

@@ -23,9 +23,11 @@ from functools import cached_property
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from rlkit.core.types import ActionKind, Batch, BatchPolicy, SamplingPolicy
 from rlkit.envs.make import make_env, space_dims
+from rlkit.envs.snapshot import env_state, load_env_state
 
 
 @dataclass
@@ -147,6 +149,19 @@ def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
     return vec
 
 
+def seed_spaces(vec: gym.vector.VectorEnv, seed: int) -> None:
+    """Seed the random streams of ``vec``'s spaces and of its copies' spaces, which gymnasium
+    otherwise draws from the OS on first use: nothing here samples them, but a runner built
+    from one seed is then the same object every time, down to its last stream."""
+    owners = [vec, *(env.unwrapped for env in getattr(vec, "envs", []))]
+    for k, owner in enumerate(owners):
+        for name in ("action_space", "observation_space", "single_action_space",
+                     "single_observation_space"):
+            space = getattr(owner, name, None)
+            if space is not None:
+                space.seed(seed + k)
+
+
 def idle_actions(space: gym.Space, num_envs: int) -> np.ndarray:
     """``num_envs`` valid actions to pass when every copy is resetting (the env ignores them):
     action 0, or the point of the box nearest the origin. Drawing no random number keeps the
@@ -154,6 +169,10 @@ def idle_actions(space: gym.Space, num_envs: int) -> np.ndarray:
     if isinstance(space, gym.spaces.Discrete):
         return np.full(num_envs, space.start, dtype=np.int64)
     return np.tile(np.clip(0.0, space.low, space.high).astype(np.float32), (num_envs, 1))
+
+
+#: The runner's own per-env state besides the envs': what :meth:`EnvRunner.state_dict` saves.
+RUNNER_STATE = ("obs", "resetting", "episode_return", "episode_length")
 
 
 class EnvRunner:
@@ -188,6 +207,7 @@ class EnvRunner:
         self.obs_dim, self.action_dim = space_dims(self.env)
         self.discrete = action_kind == "discrete"
         self.obs = np.asarray(self.vec.reset(seed=int(seed))[0], dtype=np.float32)
+        seed_spaces(self.vec, int(seed))
         self.resetting = np.zeros(num_envs, dtype=bool)  # the next step of these is a reset
         self.episode_return = np.zeros(num_envs)
         self.episode_length = np.zeros(num_envs, dtype=np.int64)
@@ -250,6 +270,25 @@ class EnvRunner:
                         trunc.astype(np.float32), nxt, resets,
                         logp.astype(np.float32) if sampled else None,
                         returns, lengths)
+
+    def state_dict(self) -> dict:
+        """The exact state of the envs and of the episodes in progress (see
+        :mod:`rlkit.envs.snapshot`); raises :class:`rlkit.envs.snapshot.EnvStateUnsupported`
+        for an env whose state is not plain numbers."""
+        return {"vec": env_state(self.vec), "env": env_state(self.env),
+                **{name: torch.from_numpy(getattr(self, name).copy()) for name in RUNNER_STATE}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from a :meth:`state_dict` of a runner built the same way: the next
+        :meth:`run` takes the steps the saved runner would have taken."""
+        load_env_state(self.vec, state["vec"])
+        load_env_state(self.env, state["env"])
+        for name in RUNNER_STATE:
+            value = state[name].numpy().copy()
+            if value.shape != getattr(self, name).shape:
+                raise ValueError(f"the checkpoint's runner held {value.shape[0]} envs, this one "
+                                 f"{self.num_envs}. Fix: resume with the same num_envs.")
+            setattr(self, name, value)
 
     def close(self) -> None:
         self.vec.close()

@@ -28,10 +28,10 @@ The checks of the transitions every replay structure takes live here too: :func:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
 
 from rlkit.core.types import Batch, NStepBatch
 from rlkit.core.validation import (COUNT, Rule, check_value, fail, int_rule, number_rule,
@@ -147,6 +147,21 @@ class NStepBuilder:
                                  ends[env_ids == j]) for j in range(n_env)]
         return NStepBatch(*(np.concatenate(column) for column in zip(*outputs)))
 
+    def state_dict(self) -> dict[str, Any]:
+        """The open windows (each env's kept tail) as tensors, for a checkpoint."""
+        return {"tails": [None if tail is None else
+                          [torch.from_numpy(np.array(a)) for a in (*tail[0], tail[1], tail[2])]
+                          for tail in self._tails]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue the windows a :meth:`state_dict` held (same ``num_envs``)."""
+        tails = state["tails"]
+        if len(tails) != self.num_envs:
+            fail("num_envs", self.num_envs, f"differs from the saved builder's {len(tails)}",
+                 "resume with the same num_envs")
+        arrays = [None if t is None else [a.numpy().copy() for a in t] for t in tails]
+        self._tails = [None if a is None else (Batch(*a[:-2]), a[-2], a[-1]) for a in arrays]
+
     def _add_env(self, j: int, steps: Batch, ends: np.ndarray) -> NStepBatch:
         """Env ``j``'s next ``L`` steps (as ``(L, 1)`` columns) after its kept tail."""
         steps = Batch(*(a.reshape(len(ends), 1, *a.shape[1:]) for a in steps))
@@ -192,16 +207,27 @@ class NStepBuilder:
         return out, complete
 
 
-def fragment_transitions(config: Any, num_envs: int) -> Callable[[Any], Batch | NStepBatch]:
+class FragmentTransitions:
     """What a rollout stores from each fragment, given a config's ``n_step`` (1 if it has none).
 
-    Returns a function of a :class:`rlkit.envs.runner.Fragment`: the fragment's own one-step
+    Called with a :class:`rlkit.envs.runner.Fragment`, it returns the fragment's own one-step
     ``Batch`` when ``n_step == 1``, otherwise the n-step transitions completed so far by an
-    :class:`NStepBuilder` that the function keeps (so call it with consecutive fragments of
-    the same ``num_envs`` environments).
+    :class:`NStepBuilder` that it keeps (so call it with consecutive fragments of the same
+    ``num_envs`` environments; :meth:`state_dict` saves the windows still open).
     """
-    n_step = getattr(config, "n_step", 1)
-    if n_step == 1:
-        return lambda fragment: fragment.batch
-    builder = NStepBuilder(n_step, config.gamma, num_envs)
-    return lambda fragment: builder.add(fragment.batch, fragment.batch_ends, fragment.batch_env_ids)
+
+    def __init__(self, config: Any, num_envs: int) -> None:
+        n_step = getattr(config, "n_step", 1)
+        self.builder = None if n_step == 1 else NStepBuilder(n_step, config.gamma, num_envs)
+
+    def __call__(self, fragment: Any) -> Batch | NStepBatch:
+        if self.builder is None:
+            return fragment.batch
+        return self.builder.add(fragment.batch, fragment.batch_ends, fragment.batch_env_ids)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {} if self.builder is None else self.builder.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.builder is not None:
+            self.builder.load_state_dict(state)

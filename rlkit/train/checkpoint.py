@@ -12,9 +12,21 @@ which refuses to run code hidden in a file. torch does not check its archive's C
 damaged on disk or in transit may load with wrong numbers: each checkpoint carries a SHA-256
 digest of its contents (:func:`content_digest`), checked before anything is used.
 
-What is *not* saved: the environments' mid-episode state and the exploration random stream.
-A resumed run starts new episodes and reseeds exploration from ``(seed, env_steps)``, so it
-continues the same training but is not bit-identical to a run that was never interrupted.
+A one-process run (:func:`rlkit.train.loop.train_single_process`) also saves its **run state**:
+the envs mid-episode (:mod:`rlkit.envs.snapshot`), the exploration and torch random streams,
+the open n-step windows and the losses not yet logged. Resumed from it, the run takes exactly
+the steps, updates and evaluations the uninterrupted run takes (bit-identical weights, optimiser,
+replay and history; only the seconds and the "resumed" event differ), provided the buffer was
+saved and the env's state is plain numbers (every classic-control task; a Box2D env is not, and
+its resume starts new episodes, with an event that says why).
+
+A Ray driver saves no run state: its workers' envs and random streams live in other processes
+and run ahead of the learner asynchronously, so there is no single moment at which they could
+be copied with the learner. Its resume restores the learner (weights, optimiser, update count),
+the replay buffer when saved (DQN and SAC with one learner; Ape-X's shards and a learner group's
+shares are not saved, and refill), the counts, the clock and the history; the workers start new
+episodes with new random streams (:func:`rlkit.core.common.worker_seed` with the incarnation
+:func:`rlkit.core.common.resume_generation` counts), so no stream of the first run is replayed.
 """
 
 from __future__ import annotations
@@ -56,6 +68,8 @@ class Checkpoint:
         updates: Gradient updates done when it was saved.
         wall_seconds: Training seconds when it was saved (the resumed clock continues from here).
         history: The run's history up to ``env_steps``.
+        run_state: A one-process run's envs, random streams and pending bookkeeping (see the
+            module's docstring), or ``None``.
     """
 
     path: Path
@@ -67,6 +81,7 @@ class Checkpoint:
     updates: int
     wall_seconds: float
     history: History
+    run_state: dict[str, Any] | None = None
 
 
 def checkpoint_file(path: str | Path) -> Path:
@@ -89,7 +104,8 @@ def to_cpu(tree: Any) -> Any:
 
 def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
                     learner_state: dict[str, Any], buffer_state: dict[str, Any] | None,
-                    env_steps: int, wall_seconds: float, history: History) -> Path:
+                    env_steps: int, wall_seconds: float, history: History,
+                    run_state: dict[str, Any] | None = None) -> Path:
     """Write ``checkpoint_dir/checkpoint.pt`` atomically and return its path.
 
     Args:
@@ -101,6 +117,7 @@ def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
         env_steps: Env steps taken so far.
         wall_seconds: Training seconds so far.
         history: The run's history.
+        run_state: A one-process run's envs, random streams and pending bookkeeping.
     """
     folder = Path(checkpoint_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,6 +126,8 @@ def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
                "learner": to_cpu(learner_state), "buffer": to_cpu(buffer_state),
                "env_steps": int(env_steps), "updates": int(learner_state["updates"]),
                "wall_seconds": float(wall_seconds), "history": history.to_dict()}
+    if run_state is not None:
+        payload["run_state"] = to_cpu(run_state)
     payload["digest"] = content_digest(payload)
     tmp = path.with_name(path.name + ".tmp")
     torch.save(payload, tmp)
@@ -169,7 +188,8 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
                 f"or start without resume_from.")
     history = History.from_dict(data["history"])
     return Checkpoint(file, data["algorithm"], data["config"], data["learner"], data["buffer"],
-                      data["env_steps"], data["updates"], data["wall_seconds"], history)
+                      data["env_steps"], data["updates"], data["wall_seconds"], history,
+                      data.get("run_state"))
 
 
 def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every: int,
@@ -253,14 +273,17 @@ class Checkpointer:
         return self.directory is not None and updates - self.saved_at_updates >= self.every
 
     def save(self, state: Callable[[bool], LearnerState], env_steps: int, seconds: float,
-             history: History) -> Path | None:
+             history: History, run_state: Callable[[], dict[str, Any]] | None = None
+             ) -> Path | None:
         """Write a checkpoint; ``state(include_buffer)`` gives the :class:`LearnerState`
-        (called only when there is a directory, so a remote learner is asked only then)."""
+        (called only when there is a directory, so a remote learner is asked only then), and
+        ``run_state()`` a one-process run's own state."""
         if self.directory is None:
             return None
         parts = state(self.include_buffer)
         self.last = save_checkpoint(self.directory, self.algorithm, self.config,
-                                    parts.learner, parts.buffer, env_steps, seconds, history)
+                                    parts.learner, parts.buffer, env_steps, seconds, history,
+                                    None if run_state is None else run_state())
         self.saved_at_updates = int(parts.learner["updates"])
         return self.last
 

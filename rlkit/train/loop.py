@@ -27,8 +27,9 @@ from rlkit.core.types import OffPolicyAlgorithm
 from rlkit.core.validation import FLAG, check_value, require_instance
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.runner import EnvRunner
+from rlkit.envs.snapshot import EnvStateUnsupported
 from rlkit.notebook.progress import ProgressBar
-from rlkit.replay.nstep import fragment_transitions
+from rlkit.replay.nstep import FragmentTransitions
 from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
                                     check_checkpoint_options, load_checkpoint, updates_owed)
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
@@ -70,13 +71,14 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
         progress: Show a progress bar.
         checkpoint_dir: Where to keep ``checkpoint.pt`` (see :mod:`rlkit.train.checkpoint`):
             written every ``checkpoint_every`` gradient updates, at the end, and when the run is
-            interrupted (``KeyboardInterrupt``; an update the interrupt cut short may be partly
-            applied). ``None``: no checkpoints.
+            interrupted (``KeyboardInterrupt``, taken at the end of the step in progress).
+            ``None``: no checkpoints.
         checkpoint_every: Gradient updates between checkpoints.
         checkpoint_buffer: Include the replay buffer in checkpoints.
         resume_from: A checkpoint (file or folder) to continue from: the learner, the buffer
             (if saved), the env-step count and the history carry on; ``config.total_steps`` is
-            still the budget for the whole run.
+            still the budget for the whole run. From a one-process checkpoint with its buffer,
+            the resumed run is bit-identical to the run never stopped (the seconds aside).
     """
     config = algo.config
     check_value("progress", progress, FLAG)
@@ -89,19 +91,20 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
     rng = np.random.default_rng(config.seed)
     if resumed is not None:
         history, step, clock_offset = resumed.history, resumed.env_steps, resumed.wall_seconds
-        # new episodes and a fresh exploration stream: the envs' mid-episode state is not saved
-        rng = np.random.default_rng([config.seed, step])
-        history.events.append(f"step {step}: resumed from {resumed.path}")
     runner = EnvRunner(config.env_id, config.seed + step, algo.action_kind, algo.name)
     learner, buffer = _learner_and_buffer(algo, runner.env, resumed)
-    transitions = fragment_transitions(config, runner.num_envs)  # one-step or n-step
+    transitions = FragmentTransitions(config, runner.num_envs)  # one-step or n-step
+    losses: list[torch.Tensor] = []
+    saved_at = learner.updates  # the periodic checkpoints' schedule counts from here
+    if resumed is not None:
+        saved_at, how = _restore_run_state(resumed, runner, rng, transitions, losses)
+        history.events.append(f"step {step}: resumed from {resumed.path} ({how})")
     net = algo.policy_network_of(learner)  # the learner's own network acts: no copy needed
     policy = algo.exploration_policy(net, runner.env, rng,
                                      lambda: algo.random_action_prob(step))
     bar = ProgressBar(progress, config.total_steps, step, algo.name)
     checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, checkpoint_buffer, algo.name,
-                                config, learner.updates)
-    losses: list[torch.Tensor] = []
+                                config, saved_at)
     solved, eval_return = False, math.nan
 
     def flush_losses() -> None:
@@ -114,40 +117,41 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
     def clock() -> float:
         return clock_offset + time.perf_counter() - start
 
-    def save() -> Path | None:
-        losses.clear()  # an interrupted update's loss may be half-made: drop it
+    def save(periodic: bool = False) -> Path | None:
+        # periodic: the schedule restarts here; else (Ctrl-C, the end) it keeps its last base
+        base = learner.updates if periodic else checkpointer.saved_at_updates
         return checkpointer.save(lambda with_buffer: LearnerState(
             learner.state_dict(), buffer.state_dict() if with_buffer else None), step, clock(),
-            history)
+            history, lambda: _run_state(runner, rng, transitions, losses, base))
 
     start = time.perf_counter()
     try:
         with save_on_interrupt(save, lambda: step):
             while step < config.total_steps and not solved:
-                n = min(config.train_every, config.total_steps - step)
-                fragment = runner.run(n, policy)
-                with interrupts_deferred():  # a checkpoint sees both or neither
+                with interrupts_deferred():  # checkpoints fall between steps, never inside
+                    n = min(config.train_every, config.total_steps - step)
+                    fragment = runner.run(n, policy)
                     buffer.add_batch(transitions(fragment))
                     step += len(fragment.batch)  # n: one env, reset steps are not counted
-                for ret in fragment.episode_returns:
-                    history.log_episode(step, clock(), ret)
-                if learner.updates < updates_owed(step, config, resumed):
-                    metrics = learner.update(buffer.sample(config.batch_size))
-                    losses.append(torch.as_tensor(algo.loss_of(metrics)))
-                    if checkpointer.due(learner.updates):
+                    for ret in fragment.episode_returns:
+                        history.log_episode(step, clock(), ret)
+                    if learner.updates < updates_owed(step, config, resumed):
+                        metrics = learner.update(buffer.sample(config.batch_size))
+                        losses.append(torch.as_tensor(algo.loss_of(metrics)))
+                        if checkpointer.due(learner.updates):
+                            flush_losses()
+                            save(periodic=True)
+                    if step % 1000 < n:
                         flush_losses()
-                        save()
-                if step % 1000 < n:
-                    flush_losses()
-                if step % config.eval_every < n or step >= config.total_steps:
-                    returns = evaluate_greedily(algo, net, len(history.eval_steps))
-                    eval_return = float(returns.mean())
-                    history.log_eval(step, clock(), eval_return, float(returns.std()))
-                    solved = (config.target_return is not None
-                              and eval_return >= config.target_return)
-                if step % 1000 < n or solved:  # redraw rarely: it is not free
-                    bar.update(step, explore=f"{algo.random_action_prob(step):.2f}",
-                               ret=f"{history.recent_return():.0f}", eval=f"{eval_return:.0f}")
+                    if step % config.eval_every < n or step >= config.total_steps:
+                        returns = evaluate_greedily(algo, net, len(history.eval_steps))
+                        eval_return = float(returns.mean())
+                        history.log_eval(step, clock(), eval_return, float(returns.std()))
+                        solved = (config.target_return is not None
+                                  and eval_return >= config.target_return)
+                    if step % 1000 < n or solved:  # redraw rarely: it is not free
+                        bar.update(step, explore=f"{algo.random_action_prob(step):.2f}",
+                                   ret=f"{history.recent_return():.0f}", eval=f"{eval_return:.0f}")
             flush_losses()
             save()
     finally:
@@ -166,6 +170,42 @@ def _learner_and_buffer(algo: OffPolicyAlgorithm, env: Any, resumed: Checkpoint 
         if resumed.buffer is not None:
             buffer.load_state_dict(resumed.buffer)
     return learner, buffer
+
+
+def _run_state(runner: EnvRunner, rng: np.random.Generator, transitions: FragmentTransitions,
+               losses: list[torch.Tensor], saved_at: int) -> dict[str, Any]:
+    """What a one-process run holds besides its learner and buffer (see
+    :mod:`rlkit.train.checkpoint`). ``runner`` is ``None`` for an env whose state rlkit cannot
+    copy, with the reason beside it."""
+    try:
+        envs, unsupported = runner.state_dict(), ""
+    except EnvStateUnsupported as error:
+        envs, unsupported = None, f"{error}, which rlkit cannot save"
+    return {"runner": envs, "unsupported": unsupported, "rng": rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(), "transitions": transitions.state_dict(),
+            "losses": [float(loss) for loss in losses], "saved_at": int(saved_at)}
+
+
+def _restore_run_state(resumed: Checkpoint, runner: EnvRunner, rng: np.random.Generator,
+                       transitions: FragmentTransitions, losses: list[torch.Tensor]
+                       ) -> tuple[int, str]:
+    """Continue exactly from the checkpoint's run state when it has all of it; else start new
+    episodes with an exploration stream seeded by ``(seed, env_steps)``. Returns the update
+    count the periodic checkpoints' schedule counts from, and what the resume event says."""
+    state = resumed.run_state
+    why = ("the checkpoint holds no run state" if state is None
+           else "its replay buffer was not saved" if resumed.buffer is None
+           else state["unsupported"])
+    if why:
+        rng.bit_generator.state = np.random.default_rng(
+            [resumed.config["seed"], resumed.env_steps]).bit_generator.state
+        return resumed.updates, f"new episodes and exploration stream: {why}"
+    runner.load_state_dict(state["runner"])
+    rng.bit_generator.state = state["rng"]
+    torch.set_rng_state(state["torch_rng"])
+    transitions.load_state_dict(state["transitions"])
+    losses.extend(torch.tensor(loss) for loss in state["losses"])
+    return state["saved_at"], "exactly where it stopped: the envs mid-episode, the same streams"
 
 
 def evaluate_greedily(algo: OffPolicyAlgorithm, net: torch.nn.Module, eval_index: int

@@ -31,7 +31,7 @@ from rlkit.distributed.runtime.learner_group import GroupMember
 from rlkit.distributed.runtime.parameter_server import Newer, WeightsChannel
 from rlkit.envs.make import make_env
 from rlkit.envs.runner import EnvRunner
-from rlkit.replay.nstep import fragment_transitions
+from rlkit.replay.nstep import FragmentTransitions
 from rlkit.train.checkpoint import LearnerState, to_cpu
 
 __all__ = ["LearnerReport", "LearnerWorker", "RolloutWorker", "learner_device"]
@@ -89,7 +89,7 @@ class RolloutWorker:
         seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name, num_envs)
-        self.transitions = fragment_transitions(algo.config, num_envs)  # one-step or n-step
+        self.transitions = FragmentTransitions(algo.config, num_envs)  # one-step or n-step
         self.net = algo.make_policy_network(self.runner.env).requires_grad_(False)
         self.random_action_prob = 1.0
         self.policy = algo.exploration_policy(self.net, self.runner.env,
