@@ -13,12 +13,16 @@ import torch
 from conftest import assert_same_tree
 
 from rlkit.algos.dqn import DQNConfig, DQNLearner
+from rlkit.algos.impala import IMPALAConfig
+from rlkit.algos.ppo import PPOConfig
 from rlkit.algos.sac import SACConfig, SACLearner
 from rlkit.core.common import next_multiple, resumed_updates_due, updates_due
 from rlkit.core.metrics import History
 from rlkit.core.types import Batch
 from rlkit.replay.buffers import ReplayBuffer, TensorReplayBuffer
 from rlkit.train import train_dqn, train_sac
+from rlkit.train.impala import train_impala
+from rlkit.train.ppo import train_ppo
 from rlkit.train.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.train.interrupts import interrupts_deferred
 
@@ -293,10 +297,16 @@ def _assert_same_run(a, b):
 
 SAC_CFG = SACConfig(hidden=(16, 16), batch_size=8, learning_starts=100, total_steps=700,
                     eval_every=350, eval_episodes=1, target_return=None)
-RESUMES = {  # name: (trainer, config, the env step of the checkpoint resumed from)
-    "dqn": (train_dqn, CFG, 600),
-    "dqn-3-step": (train_dqn, dataclasses.replace(CFG, n_step=3), 600),
-    "sac": (train_sac, SAC_CFG, 300),
+ON_POLICY = dict(num_workers=2, envs_per_worker=2, batch_fragments=2, unroll_length=32,
+                 total_steps=1_280, eval_every=640, eval_episodes=1, target_return=None)
+RESUMES = {  # name: (run(config, **options), config, checkpoint's algorithm, updates between
+    #               checkpoints, which checkpoint of the uninterrupted run the resume starts from)
+    "dqn": (train_dqn, CFG, "DQN", 100, 1),
+    "dqn-3-step": (train_dqn, dataclasses.replace(CFG, n_step=3), "DQN", 100, 1),
+    "sac": (train_sac, SAC_CFG, "SAC", 100, 1),
+    "impala-lag-1": (lambda c, **o: train_impala(c, policy_lag=1, **o),
+                     IMPALAConfig(**ON_POLICY), "IMPALA", 3, 1),
+    "ppo": (train_ppo, PPOConfig(**ON_POLICY), "PPO", 3, 1),
 }
 
 
@@ -304,29 +314,29 @@ RESUMES = {  # name: (trainer, config, the env step of the checkpoint resumed fr
 def test_a_run_resumed_mid_episode_is_bit_identical_to_the_run_never_stopped(
         tmp_path, monkeypatch, name):
     """Issue 38: a periodic checkpoint taken inside an episode, resumed, ends where the
-    uninterrupted run ends. Every checkpoint the uninterrupted run writes is copied aside;
-    the resume starts from the copy at ``at`` env steps."""
+    uninterrupted run ends, for every one-process trainer. Every checkpoint the uninterrupted
+    run writes is copied aside; the resume starts from one of them."""
     import shutil
 
     from rlkit.train import checkpoint as checkpoint_module
 
-    train, config, at = RESUMES[name]
-    copies, save = {}, checkpoint_module.save_checkpoint
+    train, config, algo, every, which = RESUMES[name]
+    copies, save = [], checkpoint_module.save_checkpoint
 
     def save_and_copy(folder, *args, **kwargs):
         path = save(folder, *args, **kwargs)
-        copies[args[4]] = shutil.copy(path, tmp_path / f"at_{args[4]}.pt")  # by env steps
+        copies.append(shutil.copy(path, tmp_path / f"copy_{len(copies)}.pt"))
         return path
 
     monkeypatch.setattr(checkpoint_module, "save_checkpoint", save_and_copy)
-    train(config, checkpoint_dir=tmp_path / "whole", checkpoint_every=100)
-    mid = torch.load(copies[at], weights_only=True)["run_state"]["runner"]
-    assert mid["episode_length"].item() > 0  # the envs are inside an episode
-    resumed = train(config, resume_from=copies[at], checkpoint_dir=tmp_path / "resumed",
-                    checkpoint_every=100)
-    assert f"step {at}: resumed from" in resumed.history.events[-1]
+    train(config, checkpoint_dir=tmp_path / "whole", checkpoint_every=every)
+    start = load_checkpoint(copies[which], algo, config)
+    runners = start.run_state.get("runners") or [start.run_state["runner"]]
+    assert any(r["episode_length"].max() > 0 for r in runners)  # inside an episode
+    resumed = train(config, resume_from=copies[which], checkpoint_dir=tmp_path / "resumed",
+                    checkpoint_every=every)
+    assert f"step {start.env_steps}: resumed from" in resumed.history.events[-1]
     assert "exactly where it stopped" in resumed.history.events[-1]
-    algo = "SAC" if name == "sac" else "DQN"
     _assert_same_run(load_checkpoint(tmp_path / "whole", algo, config),
                      load_checkpoint(tmp_path / "resumed", algo, config))
 

@@ -209,4 +209,9 @@ def test_a_ray_resume_restores_every_part_its_checkpoint_holds(ray_cluster, tmp_
     for field in ("episode_steps", "episode_returns", "eval_steps", "eval_returns", "losses"):
         assert getattr(again.history, field) == getattr(first.history, field), field
     assert first.run_state is None  # a Ray driver saves none (see above)
+    if pattern == "impala":  # and one process resumes it, with new episodes
+        from rlkit.train.impala import train_impala
+
+        here = train_impala(config, resume_from=tmp_path / "first")
+        assert here.updates == first.updates and "holds no run state" in here.history.events[-1]
     assert wait_until_no_actors() == []

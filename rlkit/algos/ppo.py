@@ -20,18 +20,18 @@ from collections.abc import Sequence
 import dataclasses
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from rlkit.algos.a2c import ActorCriticState, normalize_advantages, nstep_advantages, value_loss
-from rlkit.algos.impala import IMPALAConfig, VTraceLearner, next_state_values, stack_fragments
+from rlkit.algos.impala import IMPALAConfig, next_state_values, stack_fragments
 from rlkit.algos.policy_heads import action_kind_of, evaluate_actions, make_actor_critic
 from rlkit.algos.vtrace import vtrace
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
-from rlkit.core.types import ActionKind
 from rlkit.core.validation import fail, flag, integer, number
 from rlkit.envs.runner import Fragment
 
@@ -108,29 +108,6 @@ class PPOConfig(IMPALAConfig):
         """SGD steps per epoch, the same on every rank of a learner group (their gradients
         are averaged step by step): ``ceil(steps_per_batch / minibatch_size)``."""
         return -(-self.steps_per_batch // self.minibatch_size)
-
-
-def algorithm_name(config: IMPALAConfig) -> str:
-    """``"PPO"``, ``"APPO"`` or ``"IMPALA"``: what ``config`` trains, in progress bars, roles'
-    errors and checkpoints."""
-    if isinstance(config, PPOConfig):
-        return "PPO" if config.synchronous else "APPO"
-    return "IMPALA"
-
-
-def config_action_kind(config: IMPALAConfig) -> ActionKind:
-    """The action kind a run of ``config`` acts with: the env's for PPO and APPO (either),
-    ``"discrete"`` for IMPALA (its learner is categorical; another env is refused where it is
-    built, naming the field)."""
-    return action_kind_of(config.env_id) if isinstance(config, PPOConfig) else "discrete"
-
-
-def make_learner(config: IMPALAConfig, obs_dim: int, n_actions: int
-                 ) -> VTraceLearner | PPOLearner:
-    """The learner ``config`` asks for: :class:`PPOLearner` for a :class:`PPOConfig`, else
-    IMPALA's :class:`VTraceLearner`. Both take ``update(fragments)``."""
-    cls = PPOLearner if isinstance(config, PPOConfig) else VTraceLearner
-    return cls(obs_dim, n_actions, config)
 
 
 def clipped_surrogate(log_probs: torch.Tensor, old_log_probs: torch.Tensor,
@@ -220,6 +197,18 @@ class PPOLearner(ActorCriticState):
         self.sgd_steps = 0
         self.shuffle = torch.Generator().manual_seed(config.seed)
         self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
+
+    def state_dict(self) -> dict[str, Any]:
+        """:class:`ActorCriticState`'s, plus the SGD step count and the minibatch shuffle's
+        random stream (a resumed run draws the minibatches the run never stopped draws)."""
+        return super().state_dict() | {"sgd_steps": self.sgd_steps,
+                                       "shuffle": self.shuffle.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if "shuffle" in state:  # (a checkpoint from before they were saved has neither)
+            self.sgd_steps = int(state["sgd_steps"])
+            self.shuffle.set_state(state["shuffle"])
 
     @torch.no_grad()
     def targets(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -3,16 +3,20 @@ version (:func:`rlkit.distributed.impala.driver.train_impala_ray`) is checked ag
 
 Each update collects ``batch_fragments`` trajectories, round-robin from ``num_workers`` runners
 (seeded as the Ray actors are), acting with the weights of ``policy_lag`` updates ago, then
-takes one V-trace step. ``policy_lag=0`` is synchronous, on-policy training. Given a
-:class:`~rlkit.algos.ppo.PPOConfig` the same loop trains PPO (``policy_lag=0``,
-:func:`rlkit.train.ppo.train_ppo`) or APPO with a simulated lag.
+takes one update (``config.minibatches`` V-trace SGD steps). ``policy_lag=0`` is synchronous,
+on-policy training. Given a :class:`~rlkit.algos.ppo.PPOConfig` the same loop trains PPO
+(``policy_lag=0``, :func:`rlkit.train.ppo.train_ppo`) or APPO with a simulated lag. Its
+checkpoints resume bit-identically, as the off-policy loop's do.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,13 +25,16 @@ import torch
 from rlkit.algos.a2c import greedy_eval
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
-from rlkit.algos.ppo import algorithm_name, config_action_kind, make_learner
+from rlkit.algos.on_policy import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
-from rlkit.core.validation import FLAG, check_value, int_rule, require_instance
+from rlkit.core.validation import FLAG, check_value, fail, int_rule, require_instance
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
+                                    check_checkpoint_options, load_checkpoint)
+from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
 from rlkit.train.options import refuse_other_options
 
 
@@ -45,6 +52,7 @@ class IMPALAResult(RunResult):
         eval_seconds: Seconds the driver spent in greedy evaluations (Ray only).
         diagnostics: Per update, each metric the learner returned besides the loss (one
             process only; PPO's ``approx_kl`` and ``clip_fraction`` among them).
+        checkpoint: The last checkpoint written, or ``None``.
     """
 
     policy_lags: list[int] = field(default_factory=list)
@@ -54,6 +62,7 @@ class IMPALAResult(RunResult):
     learner_wait_seconds: float = 0.0
     eval_seconds: float = 0.0
     diagnostics: dict[str, list[float]] = field(default_factory=dict)
+    checkpoint: Path | None = None
 
     @property
     def mean_policy_lag(self) -> float:
@@ -80,8 +89,14 @@ class IMPALAResult(RunResult):
         return self.env_steps / seconds if seconds > 0 else 0.0
 
 
+#: What :func:`train_impala` and :func:`rlkit.train.ppo.train_ppo` take besides the config,
+#: ``policy_lag`` and ``progress`` (no replay buffer to leave out).
+ON_POLICY_CHECKPOINT_OPTIONS = ("checkpoint_dir", "checkpoint_every", "resume_from")
+
+
 def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = False,
-                 **options: Any) -> IMPALAResult:
+                 checkpoint_dir: str | Path | None = None, checkpoint_every: int = 50,
+                 resume_from: str | Path | None = None, **options: Any) -> IMPALAResult:
     """Train IMPALA (or PPO, APPO: see :func:`make_learner`) in this process;
     bit-reproducible for a given config and ``policy_lag``.
 
@@ -89,29 +104,93 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
         config: The run's settings (``num_workers`` runners, each ``envs_per_worker`` envs).
         policy_lag: Act with the weights of this many updates ago (0: on-policy).
         progress: Show a progress bar.
-        **options: None are taken: a Ray driver's run option (``num_learners``,
-            ``checkpoint_dir``, ...) is refused, naming :func:`train_impala_ray`.
+        checkpoint_dir: Where to keep ``checkpoint.pt``: written every ``checkpoint_every``
+            updates, at the end and on Ctrl-C (taken at the end of the batch in progress). It
+            holds the learner and the run state (the runners' envs mid-episode, the random
+            streams, the weights the lag still acts with), so a resume from it is
+            bit-identical to the run never stopped (see :mod:`rlkit.train.checkpoint`).
+        checkpoint_every: Updates (batches) between checkpoints.
+        resume_from: A checkpoint (file or folder) to continue from, of the same algorithm.
+        **options: None are taken: a Ray driver's run option (``num_learners``, ...) is
+            refused, naming :func:`train_impala_ray`.
     """
     require_instance("train_impala", "config", config, IMPALAConfig, "train_impala(IMPALAConfig())")
-    refuse_other_options("train_impala", options, ("policy_lag", "progress"),
+    refuse_other_options("train_impala", options,
+                         ("policy_lag", "progress", *ON_POLICY_CHECKPOINT_OPTIONS),
                          "train_impala_ray(config, ...)")
     check_value("policy_lag", policy_lag, int_rule(0, example=4))
     check_value("progress", progress, FLAG)
-    torch.set_num_threads(1)
+    check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
     name, kind = algorithm_name(config), config_action_kind(config)
+    resumed = None if resume_from is None else load_checkpoint(resume_from, name, config)
+    torch.set_num_threads(1)
     runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), kind, name,
                          config.envs_per_worker) for i in range(config.num_workers)]
     obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
     learner = make_learner(config, obs_dim, n_actions)
     acting = make_actor_critic(obs_dim, n_actions, config.hidden, kind)
-    policy = acting_policy(acting, np.random.default_rng(config.seed))
-    past = collections.deque([learner.get_weights()], maxlen=policy_lag + 1)
-    history, lags, diagnostics = History(), [], {}
-    env_steps, evals, eval_return, solved = 0, 0, float("nan"), False
-    bar = ProgressBar(progress, config.total_steps, 0, f"{name} (1 process)")
+    rng = np.random.default_rng(config.seed)
+    policy = acting_policy(acting, rng)
+    run = _OnPolicyRun(History(), collections.deque([learner.get_weights()],
+                                                     maxlen=policy_lag + 1))
+    if resumed is not None:
+        run.resume(resumed, learner, runners, rng)
+    checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, False, name, config,
+                                run.saved_at)
+    bar = ProgressBar(progress, config.total_steps, run.env_steps, f"{name} (1 process)")
     start = time.perf_counter()
-    while env_steps < config.total_steps and not solved:
-        load_numpy_weights(acting, past[0])  # the oldest kept: policy_lag updates ago
+
+    def save(periodic: bool = False) -> Path | None:
+        base = learner.updates if periodic else checkpointer.saved_at_updates
+        return checkpointer.save(lambda _: LearnerState(learner.state_dict(), None),
+                                 run.env_steps, run.clock_offset + time.perf_counter() - start,
+                                 run.history, lambda: run.state(runners, rng, base))
+
+    try:
+        with save_on_interrupt(save, lambda: run.env_steps):
+            while run.env_steps < config.total_steps and not run.solved:
+                with interrupts_deferred():  # checkpoints fall between batches, never inside
+                    run.step(config, learner, runners, (acting, policy), policy_lag,
+                             lambda: run.clock_offset + time.perf_counter() - start)
+                    if checkpointer.due(learner.updates):
+                        save(periodic=True)
+                    bar.update(run.env_steps, eval=f"{run.eval_return:.0f}")
+            save()
+    finally:
+        bar.close(run.solved)
+        for runner in runners:
+            runner.close()
+    return IMPALAResult(history=run.history, solved=run.solved, eval_return=run.eval_return,
+                        env_steps=run.env_steps,
+                        wall_seconds=run.clock_offset + time.perf_counter() - start,
+                        updates=learner.updates, weights=learner.get_weights(),
+                        policy_lags=run.lags, diagnostics=run.diagnostics,
+                        checkpoint=checkpointer.last)
+
+
+@dataclass
+class _OnPolicyRun:
+    """The one-process on-policy loop's state besides the learner, the runners and the acting
+    stream: what one :meth:`step` advances and a checkpoint's run state holds."""
+
+    history: History
+    past: collections.deque  # the weights of the last policy_lag + 1 versions, oldest first
+    lags: list[int] = field(default_factory=list)
+    diagnostics: dict[str, list[float]] = field(default_factory=dict)
+    env_steps: int = 0
+    evals: int = 0
+    eval_return: float = math.nan
+    solved: bool = False
+    clock_offset: float = 0.0
+    saved_at: int = 0
+
+    def step(self, config: IMPALAConfig, learner: Any, runners: list[EnvRunner],
+             acting: tuple[Any, Any], policy_lag: int, clock: Callable[[], float]) -> None:
+        """One batch: ``batch_fragments`` fragments round-robin from the runners, acted (by
+        ``acting``'s network and sampling policy) with the weights of ``policy_lag`` updates
+        ago; one update; an evaluation when due."""
+        net, policy = acting
+        load_numpy_weights(net, self.past[0])  # the oldest kept: policy_lag updates ago
         version = max(0, learner.updates - policy_lag)
         batch = []
         for k in range(config.batch_fragments):
@@ -119,27 +198,65 @@ def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = Fal
             traj = runner.run(config.unroll_length, policy, fixed_length=True)
             traj.policy_version = version
             batch.append(traj)
-            env_steps += traj.num_steps
+            self.env_steps += traj.num_steps
             for ret in traj.episode_returns:
-                history.log_episode(env_steps, time.perf_counter() - start, ret)
-        lags += [learner.updates - version] * len(batch)
+                self.history.log_episode(self.env_steps, clock(), ret)
+        self.lags += [learner.updates - version] * len(batch)
         metrics = learner.update(batch)
-        history.log_loss(env_steps, metrics.pop("loss"))
+        self.history.log_loss(self.env_steps, metrics.pop("loss"))
         for key, value in metrics.items():
-            diagnostics.setdefault(key, []).append(value)
-        past.append(learner.get_weights())
-        if env_steps >= (evals + 1) * config.eval_every or env_steps >= config.total_steps:
-            mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config, evals,
-                                    make_actor_critic(obs_dim, n_actions, config.hidden, kind))
-            history.log_eval(env_steps, time.perf_counter() - start, mean, std)
-            evals, eval_return = evals + 1, mean
-            solved = config.target_return is not None and mean >= config.target_return
-        bar.update(env_steps, eval=f"{eval_return:.0f}")
-    wall = time.perf_counter() - start
-    bar.close(solved)
-    for runner in runners:
-        runner.close()
-    return IMPALAResult(history=history, solved=solved, eval_return=eval_return,
-                        env_steps=env_steps, wall_seconds=wall, updates=learner.updates,
-                        weights=learner.get_weights(), policy_lags=lags,
-                        diagnostics=diagnostics)
+            self.diagnostics.setdefault(key, []).append(value)
+        self.past.append(learner.get_weights())
+        if (self.env_steps >= (self.evals + 1) * config.eval_every
+                or self.env_steps >= config.total_steps):
+            obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
+            mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config,
+                                    self.evals, make_actor_critic(obs_dim, n_actions,
+                                                                  config.hidden,
+                                                                  config_action_kind(config)))
+            self.history.log_eval(self.env_steps, clock(), mean, std)
+            self.evals, self.eval_return = self.evals + 1, mean
+            self.solved = config.target_return is not None and mean >= config.target_return
+
+    def state(self, runners: list[EnvRunner], rng: np.random.Generator, saved_at: int
+              ) -> dict[str, Any]:
+        """The run state a checkpoint holds (the learner's own state travels beside it)."""
+        return {"runners": [r.state_dict() for r in runners], "rng": rng.bit_generator.state,
+                "torch_rng": torch.get_rng_state(), "lags": list(self.lags),
+                "diagnostics": {k: list(v) for k, v in self.diagnostics.items()},
+                "past": [{k: torch.from_numpy(np.array(v)) for k, v in w.items()}
+                         for w in self.past],
+                "evals": self.evals, "eval_return": self.eval_return, "saved_at": saved_at}
+
+    def resume(self, resumed: Checkpoint, learner: Any, runners: list[EnvRunner],
+               rng: np.random.Generator) -> None:
+        """Continue from a checkpoint: bit-identical to the run never stopped when
+        :func:`train_impala` wrote it; from a Ray driver's (no run state), with the learner,
+        counts and history restored and new episodes."""
+        learner.load_state_dict(resumed.learner)
+        self.history, self.env_steps = resumed.history, resumed.env_steps
+        self.clock_offset, self.saved_at = resumed.wall_seconds, resumed.updates
+        self.past.clear()
+        self.past.append(learner.get_weights())
+        state = resumed.run_state
+        if state is None:
+            rng.bit_generator.state = np.random.default_rng(
+                [resumed.config["seed"], resumed.env_steps]).bit_generator.state
+            self.evals = len(self.history.eval_steps)
+            self.eval_return = self.history.eval_returns[-1] if self.evals else math.nan
+            how = "new episodes and exploration stream: the checkpoint holds no run state"
+        else:
+            if len(state["runners"]) != len(runners):
+                fail("num_workers", len(runners), f"differs from the checkpoint's "
+                     f"{len(state['runners'])}", "resume with the checkpoint's num_workers")
+            for runner, saved in zip(runners, state["runners"]):
+                runner.load_state_dict(saved)
+            rng.bit_generator.state = state["rng"]
+            torch.set_rng_state(state["torch_rng"])
+            self.past.clear()
+            self.past.extend({k: v.numpy().copy() for k, v in w.items()} for w in state["past"])
+            self.lags, self.diagnostics = list(state["lags"]), dict(state["diagnostics"])
+            self.evals, self.eval_return = state["evals"], state["eval_return"]
+            self.saved_at = state["saved_at"]
+            how = "exactly where it stopped: the envs mid-episode, the same streams"
+        self.history.events.append(f"step {self.env_steps}: resumed from {resumed.path} ({how})")

@@ -10,7 +10,7 @@ from typing import Any
 
 from rlkit.algos.ppo import PPOConfig
 from rlkit.core.validation import fail, require_instance
-from rlkit.train.impala import IMPALAResult, train_impala
+from rlkit.train.impala import ON_POLICY_CHECKPOINT_OPTIONS, IMPALAResult, train_impala
 from rlkit.train.options import refuse_other_options
 
 
@@ -25,9 +25,10 @@ def train_ppo(config: PPOConfig, progress: bool = False, **options: Any) -> IMPA
         ``approx_kl``, ``clip_fraction`` and loss parts, one entry per batch).
     """
     require_instance("train_ppo", "config", config, PPOConfig, "train_ppo(PPOConfig())")
-    refuse_other_options("train_ppo", options, ("progress",), "train_ppo_ray(config, ...)")
+    refuse_other_options("train_ppo", options, ON_POLICY_CHECKPOINT_OPTIONS,
+                         "train_ppo_ray(config, ...)")
     if not config.synchronous:
         fail("synchronous", config.synchronous, "is APPO, but train_ppo trains on-policy (every "
              "batch acted by the weights being trained)", "call train_appo_ray(config) for APPO "
              "on Ray, or train_impala(config, policy_lag=k) to simulate its lag in one process")
-    return train_impala(config, policy_lag=0, progress=progress)
+    return train_impala(config, policy_lag=0, progress=progress, **options)

@@ -1,5 +1,4 @@
-"""The actor-learner queue driver: IMPALA under Ray, and the rollout ceiling it is measured
-against.
+"""The actor-learner queue driver: IMPALA under Ray, and the rollout ceiling it is held to.
 
 The driver (:class:`ImpalaRun`, on the shared loop of
 :class:`~rlkit.distributed.runtime.driver.DriverRun`) starts a
@@ -23,7 +22,8 @@ import numpy as np
 from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.algos.policy_heads import make_actor_critic
-from rlkit.algos.ppo import PPOConfig, algorithm_name, config_action_kind
+from rlkit.algos.on_policy import algorithm_name, config_action_kind
+from rlkit.algos.ppo import PPOConfig
 from rlkit.core.common import next_multiple, worker_seed
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance

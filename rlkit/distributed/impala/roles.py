@@ -27,7 +27,7 @@ import torch
 
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
-from rlkit.algos.ppo import algorithm_name, config_action_kind, make_learner
+from rlkit.algos.on_policy import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
