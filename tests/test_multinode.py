@@ -30,9 +30,18 @@ from rlkit.distributed.runtime.placement import cluster_nodes, plan_resources  #
 pytestmark = pytest.mark.ray
 
 IMPALA = CLUSTER_IMPALA
+#: DQN's budget here: 3x its default of 100k, as a margin. On this test's settings (evaluations
+#: every 5k env steps) one-process DQN solved in 20k-60k env steps over seeds 0-29 (median 35k),
+#: and DQN on Ray with the one worker such a run keeps, seed 0, in 30k-40k over 6 runs (2-core
+#: VM, 2026-11-26); yet one run of this test in ~10 fresh runs of the suite had not solved by
+#: 100k: DQN's greedy return swings between evaluations (60 one, 500 the next), so a rare run
+#: needs several times the usual budget. What the test checks is that the run survives the lost
+#: node and still learns; the budget costs nothing unless a run needs it (it stops when solved).
+DQN_BUDGET = 300_000
 # pattern: (run(), the env step at which worker 0's node is removed)
 PATTERNS = {
-    "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000), num_workers=2), 2_000),
+    "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000, total_steps=DQN_BUDGET),
+                                  num_workers=2), 2_000),
     "apex": (lambda: train_apex_ray(ApexDQN(DQNConfig(eval_episodes=10), ApexConfig(
         num_workers=2, num_shards=1, envs_per_worker=8))), 2_000),
     "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10),
