@@ -35,7 +35,8 @@ def main() -> None:
     import ray
 
     from rlkit.algos.impala import IMPALAConfig
-    from rlkit.distributed.impala.driver import rollout_ceiling, train_impala_ray
+    from rlkit.distributed.impala.ceiling import rollout_ceiling
+    from rlkit.distributed.impala.driver import train_impala_ray
     from rlkit.distributed.runtime.cluster import init_ray
 
     runs: dict[str, dict] = {}

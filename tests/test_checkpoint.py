@@ -379,3 +379,22 @@ def test_a_run_stopped_by_ctrl_c_mid_episode_resumes_into_the_run_never_stopped(
     assert resumed.env_steps == whole.env_steps
     _assert_same_run(load_checkpoint(tmp_path / "whole", "DQN", config),
                      load_checkpoint(tmp_path / "stopped", "DQN", config))
+
+
+def test_a_checkpoint_whose_tensors_do_not_fit_the_networks_is_refused_with_the_fix(tmp_path):
+    """Issue 38: torch's size-mismatch error became one that names resume_from and the fix,
+    raised before a step is trained (one process here; the Ray roles load through the same
+    load_learner_state)."""
+    from rlkit.train.integrity import content_digest
+
+    train_dqn(CFG, checkpoint_dir=tmp_path)
+    payload = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    del payload["digest"]
+    first = next(iter(payload["learner"]["q"]))
+    payload["learner"]["q"][first] = torch.zeros(3, 3)  # edited, digest and all
+    payload["digest"] = content_digest(payload)
+    torch.save(payload, tmp_path / "edited.pt")
+    with pytest.raises(ValueError, match=r"resume_from: the checkpoint's learner state does not "
+                                         r"fit this run's learner \(RuntimeError: .*size "
+                                         r"mismatch.*Fix: resume with the config"):
+        train_dqn(CFG, resume_from=tmp_path / "edited.pt")

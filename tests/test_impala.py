@@ -117,6 +117,25 @@ def test_slow_learner_makes_actors_wait_and_queue_stays_bounded():
         a.fragments - 1 for a in actors)  # the fragment in hand when the queue closed is dropped
 
 
+def test_a_shrunk_round_releases_a_learner_waiting_for_a_lost_workers_fragment():
+    """Synchronous PPO lost one of its two workers for good: the learner, already waiting for
+    a batch of two, takes the one fragment the worker left sends (issue 38)."""
+    queue = TrajectoryQueue(maxsize=4)
+    actor = ImpalaActor(SMALL, 0, queue)
+    queue.publish(0, ImpalaLearner(SMALL, 4, 2, queue).learner.get_weights())
+    queue.put(actor.collect(), timeout=5.0)
+    got = []
+    waiting = threading.Thread(target=lambda: got.append(queue.get_batch(2, timeout=60.0)))
+    waiting.start()
+    time.sleep(0.2)
+    assert not got  # one of two: it waits
+    queue.shrink_rounds(1, 2)
+    waiting.join(timeout=30.0)
+    assert [len(b) for b in got] == [1]
+    queue.put(actor.collect(), timeout=5.0)
+    assert len(queue.get_batch(2, timeout=5.0)) == 1  # and every round after
+
+
 def test_queue_get_times_out_with_a_clear_error():
     with pytest.raises(TimeoutError, match=r"got 0 of the 2 fragments.*Fix"):
         TrajectoryQueue(maxsize=2).get_batch(2, timeout=0.1)

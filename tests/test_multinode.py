@@ -19,9 +19,10 @@ ray = pytest.importorskip("ray")
 from rlkit.algos.a2c import A2CConfig  # noqa: E402
 from rlkit.algos.apex import ApexConfig, ApexDQN  # noqa: E402
 from rlkit.algos.dqn import DQNConfig  # noqa: E402
+from rlkit.algos.ppo import PPOConfig  # noqa: E402
 from rlkit.distributed.a3c.driver import train_a3c_ray  # noqa: E402
 from rlkit.distributed.apex.driver import train_apex_ray  # noqa: E402
-from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
+from rlkit.distributed.impala.driver import train_impala_ray, train_ppo_ray  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray, train_sac_ray  # noqa: E402
 from rlkit.distributed.runtime.actor_state import PING_TIMEOUT_S  # noqa: E402
@@ -46,6 +47,8 @@ PATTERNS = {
         num_workers=2, num_shards=1, envs_per_worker=8))), 2_000),
     "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10),
                                   num_workers=2), 2_000),
+    # synchronous rounds: the one worker left sends half a batch a round (issue 38)
+    "ppo": (lambda: train_ppo_ray(PPOConfig(eval_episodes=10)), 2_000),
 }  # (IMPALA's worker-node loss is notebook 07's section 5, asserted there)
 
 
@@ -87,6 +90,10 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
     lost, _ = nodes_cluster.removed["worker 0"]
     assert result.placement["worker 0"] == lost
     assert any(f"worker 0 lost with node {lost[:8]}" in e for e in result.history.events)
+    if pattern == "ppo":
+        shrunk = "synchronous rounds shrink to the 1 of 2 workers left (1 of 2 fragments a batch)"
+        assert any(shrunk in e for e in result.history.events), result.history.events
+        assert result.max_policy_lag <= 1  # on-policy but for the round the worker was lost in
     assert result.solved and result.eval_return >= 475, result.history.events
     assert wait_until_no_actors() == []
 

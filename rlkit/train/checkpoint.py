@@ -35,7 +35,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
@@ -43,6 +43,7 @@ from rlkit.core.common import config_dict, resumed_updates_due
 from rlkit.core.metrics import History
 from rlkit.core.validation import PATH_RULE, check_value, int_rule
 from rlkit.train.integrity import content_digest
+from rlkit.train.learner_state import LearnerState, to_cpu
 
 FORMAT_VERSION = 1
 FILE_NAME = "checkpoint.pt"
@@ -89,17 +90,6 @@ def checkpoint_file(path: str | Path) -> Path:
     folder (a ``checkpoint_dir``)."""
     path = Path(path)
     return path / FILE_NAME if path.is_dir() else path
-
-
-def to_cpu(tree: Any) -> Any:
-    """``tree`` with every tensor moved to the CPU (dicts and lists are rebuilt)."""
-    if isinstance(tree, torch.Tensor):
-        return tree.detach().cpu()
-    if isinstance(tree, dict):
-        return {k: to_cpu(v) for k, v in tree.items()}
-    if isinstance(tree, list | tuple):
-        return type(tree)(to_cpu(v) for v in tree)
-    return tree
 
 
 def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
@@ -219,33 +209,6 @@ def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every
         raise ValueError(f"checkpoint_dir={str(checkpoint_dir)!r} cannot be written "
                          f"({type(error).__name__}: {error.strerror}). Fix: pass a folder "
                          f"you can write to.") from error
-
-
-class LearnerState(NamedTuple):
-    """What a learner hands to a checkpoint: its ``state_dict()`` (with an ``"updates"``
-    count) and its replay buffer's, or ``None`` when the buffer is left out."""
-
-    learner: dict[str, Any]
-    buffer: dict[str, Any] | None
-
-
-class SavesLearner:
-    """The ``state()``/``restore()`` a driver's checkpoints call, for a role holding
-    ``self.learner`` and no replay (a publishing role overrides :meth:`after_restore`)."""
-
-    learner: Any  # state_dict(), load_state_dict(), updates
-
-    def state(self, include_buffer: bool = False) -> LearnerState:  # on the CPU
-        return LearnerState(to_cpu(self.learner.state_dict()), None)
-
-    def restore(self, learner_state: dict[str, Any], buffer_state: Any = None) -> int:
-        """Load a checkpoint's learner state; the update count."""
-        self.learner.load_state_dict(learner_state)
-        self.after_restore()
-        return int(self.learner.updates)
-
-    def after_restore(self) -> None:  # what follows loading: nothing by default
-        return None
 
 
 class Checkpointer:

@@ -32,8 +32,9 @@ from rlkit.core.networks import load_numpy_weights
 from rlkit.core.validation import FLAG, check_value, fail, int_rule, require_instance
 from rlkit.envs.runner import EnvRunner
 from rlkit.notebook.progress import ProgressBar
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
-                                    check_checkpoint_options, load_checkpoint)
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
+                                    load_checkpoint)
+from rlkit.train.learner_state import LearnerState, load_learner_state
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
 from rlkit.train.options import refuse_other_options
 
@@ -233,7 +234,7 @@ class _OnPolicyRun:
         """Continue from a checkpoint: bit-identical to the run never stopped when
         :func:`train_impala` wrote it; from a Ray driver's (no run state), with the learner,
         counts and history restored and new episodes."""
-        learner.load_state_dict(resumed.learner)
+        load_learner_state(learner, resumed.learner)
         self.history, self.env_steps = resumed.history, resumed.env_steps
         self.clock_offset, self.saved_at = resumed.wall_seconds, resumed.updates
         self.past.clear()

@@ -30,8 +30,9 @@ from rlkit.envs.runner import EnvRunner
 from rlkit.envs.snapshot import EnvStateUnsupported
 from rlkit.notebook.progress import ProgressBar
 from rlkit.replay.nstep import FragmentTransitions
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, LearnerState,
-                                    check_checkpoint_options, load_checkpoint, updates_owed)
+from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
+                                    load_checkpoint, updates_owed)
+from rlkit.train.learner_state import LearnerState, load_learner_state
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
 from rlkit.train.options import CHECKPOINT_OPTIONS, refuse_other_options
 
@@ -166,7 +167,7 @@ def _learner_and_buffer(algo: OffPolicyAlgorithm, env: Any, resumed: Checkpoint 
     learner = algo.make_learner(env, torch.device("cpu"))
     buffer = algo.make_buffer(env, torch.device("cpu"))
     if resumed is not None:
-        learner.load_state_dict(resumed.learner)
+        load_learner_state(learner, resumed.learner)
         if resumed.buffer is not None:
             buffer.load_state_dict(resumed.buffer)
     return learner, buffer

@@ -17,7 +17,7 @@ from rlkit.core.common import worker_seed
 from rlkit.core.types import Weights
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner, Fragment
-from rlkit.train.checkpoint import SavesLearner
+from rlkit.train.learner_state import SavesLearner
 
 
 class WeightsMessage(NamedTuple):

@@ -31,7 +31,7 @@ from rlkit.envs.make import make_env
 from rlkit.envs.runner import EnvRunner
 from rlkit.replay.nstep import NStepBuilder
 from rlkit.replay.prioritized import beta_at, importance_weights, split_by_priority
-from rlkit.train.checkpoint import SavesLearner
+from rlkit.train.learner_state import SavesLearner
 
 __all__ = ["ApexLearner", "ApexLearnerReport", "ApexWorker"]
 

@@ -1,4 +1,4 @@
-"""The actor-learner queue driver: IMPALA under Ray, and the rollout ceiling it is held to.
+"""The actor-learner queue driver: IMPALA, PPO and APPO under Ray.
 
 The driver (:class:`ImpalaRun`, on the shared loop of
 :class:`~rlkit.distributed.runtime.driver.DriverRun`) starts a
@@ -19,21 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.algos.a2c import ActorCritic, greedy_eval, sampling_policy
+from rlkit.algos.a2c import greedy_eval
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.algos.policy_heads import make_actor_critic
 from rlkit.algos.on_policy import algorithm_name, config_action_kind
 from rlkit.algos.ppo import PPOConfig
-from rlkit.core.common import next_multiple, worker_seed
+from rlkit.core.common import next_multiple
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
 from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLearnerReport,
                                             TrajectoryQueue)
 from rlkit.distributed.runtime.driver import DriverRun
+from rlkit.distributed.runtime.failures import RoleFailedError
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
-from rlkit.envs.runner import EnvRunner
 from rlkit.train.checkpoint import Checkpoint
 from rlkit.train.impala import IMPALAResult
 
@@ -205,7 +205,30 @@ class ImpalaRun(DriverRun):
             self.supervisor.get(ref, f"worker {i}", "collecting fragments")
         except Exception as error:  # noqa: BLE001  (any failure: replace the worker)
             self.restart_role(f"worker {i}", error)
+            if getattr(self.config, "synchronous", False) and (
+                    f"worker {i}" not in self.supervisor.handles):
+                self.shrink_rounds(i)
         self.launch_worker(i)
+
+    def shrink_rounds(self, i: int) -> None:
+        """Synchronous PPO's round waits for every worker's fragments: worker ``i`` is gone for
+        good (its node was lost and no node has room), so rounds shrink to the workers left
+        (each sends ``batch_fragments / num_workers`` a version). A learner group survives it
+        only where the smaller batch still splits evenly over its ranks."""
+        sup, workers, batch = self.supervisor, self.config.num_workers, self.config.batch_fragments
+        left = sum(f"worker {j}" in sup.handles for j in range(workers))
+        if (batch * left) % (workers * len(self.learner_roles)):
+            raise RoleFailedError(
+                f"worker {i} is lost and no node has room to replace it; synchronous PPO's "
+                f"rounds would shrink to {batch * left // workers} fragments, which do not split "
+                f"over the {len(self.learner_roles)} learner ranks. Fix: resume from the last "
+                f"checkpoint ({sup.last_checkpoint()}) on a cluster with room, or use "
+                f"num_learners=1, which shrinks its rounds and goes on.", f"worker {i}")
+        sup.get(sup["trajectory queue"].shrink_rounds.remote(left, workers), "trajectory queue",
+                "shrinking its rounds")
+        self.history.events.append(f"step {self.env_steps}: synchronous rounds shrink to the "
+                                   f"{left} of {workers} workers left "
+                                   f"({batch * left // workers} of {batch} fragments a batch)")
 
     def on_learner_report(self, report: ImpalaLearnerReport) -> None:
         self.env_steps += report.env_steps
@@ -275,26 +298,3 @@ class ImpalaRun(DriverRun):
             self.history.events.append(f"step {self.env_steps}: {text}")
             warnings.warn(text, stacklevel=3)
         return result
-
-
-def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
-    """Env steps per second of one actor's loop (``envs_per_worker`` envs, the same policy
-    network sampling actions) in this process, no Ray, no learning: the rate one core can
-    produce, which the learner's consumption is compared with."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        runner = EnvRunner(config.env_id, worker_seed(config.seed, 0), "discrete", "IMPALA",
-                           config.envs_per_worker)
-        net = ActorCritic(runner.obs_dim, runner.action_dim, config.hidden)
-        policy = sampling_policy(net, np.random.default_rng(config.seed))
-        runner.run(config.unroll_length, policy, fixed_length=True)  # warm-up
-        steps, begin = 0, time.perf_counter()
-        while time.perf_counter() - begin < seconds:
-            steps += runner.run(config.unroll_length, policy, fixed_length=True).num_steps
-        runner.close()
-        return steps / (time.perf_counter() - begin)
-    finally:
-        torch.set_num_threads(threads)

@@ -51,6 +51,7 @@ class TrajectoryQueue:
         self.version, self.weights = -1, None
         self.high_water, self.puts, self.wait_seconds = 0, 0, 0.0  # finished puts' waits
         self.waiting_puts = 0  # puts blocked right now
+        self.round_share = (1, 1)  # synchronous rounds: the share of workers still sending
 
     def ping(self) -> bool:
         return True
@@ -81,22 +82,37 @@ class TrajectoryQueue:
             self.cond.notify_all()
             return self.version
 
+    def shrink_rounds(self, workers_left: int, workers: int) -> None:
+        """A synchronous run lost workers for good: from now on a batch is the share of
+        ``get_batch``'s ``n`` that ``workers_left`` of ``workers`` send in a round (each sends
+        ``batch_fragments / workers`` per version), so the learner does not wait for
+        fragments that will never come."""
+        with self.cond:
+            self.round_share = (workers_left, workers)
+            self.cond.notify_all()
+
     def get_batch(self, n: int, timeout: float) -> list[Fragment]:
-        """The ``n`` oldest trajectories, waiting until there are ``n`` ([] once closed).
+        """The ``n`` oldest trajectories (fewer after :meth:`shrink_rounds`, even one that
+        comes while this waits), waiting until there are that many ([] once closed).
 
         Raises:
             TimeoutError: if fewer than ``n`` arrived within ``timeout`` seconds.
         """
+        def wanted() -> int:
+            left, workers = self.round_share
+            return n if left == workers else max(1, n * left // workers)
+
         with self.cond:
-            ready = self.cond.wait_for(lambda: self.closed or len(self.items) >= n, timeout)
+            ready = self.cond.wait_for(lambda: self.closed or len(self.items) >= wanted(),
+                                       timeout)
             if self.closed:
                 return []
             if not ready:
-                raise TimeoutError(f"the trajectory queue got {len(self.items)} of the {n} "
-                                   f"fragments the learner needs within {timeout} s: the actors "
-                                   f"stopped sending. Fix: check the actors' logs, or raise "
-                                   f"timeout_s.")
-            batch = [self.items.popleft() for _ in range(n)]
+                raise TimeoutError(f"the trajectory queue got {len(self.items)} of the "
+                                   f"{wanted()} fragments the learner needs within {timeout} s: "
+                                   f"the actors stopped sending. Fix: check the actors' logs, "
+                                   f"or raise timeout_s.")
+            batch = [self.items.popleft() for _ in range(wanted())]
             self.cond.notify_all()
             return batch
 

@@ -34,7 +34,7 @@ from rlkit.core.types import Weights
 from rlkit.envs.runner import EnvRunner, Fragment
 from rlkit.distributed.impala.queue import QueueStats, TrajectoryQueue, call  # noqa: F401
 from rlkit.distributed.runtime.learner_group import GroupMember
-from rlkit.train.checkpoint import SavesLearner
+from rlkit.train.learner_state import SavesLearner
 
 
 class ImpalaLearnerReport(NamedTuple):

@@ -32,7 +32,7 @@ from rlkit.distributed.runtime.parameter_server import Newer, WeightsChannel
 from rlkit.envs.make import make_env
 from rlkit.envs.runner import EnvRunner
 from rlkit.replay.nstep import FragmentTransitions
-from rlkit.train.checkpoint import LearnerState, to_cpu
+from rlkit.train.learner_state import LearnerState, load_learner_state, to_cpu
 
 __all__ = ["LearnerReport", "LearnerWorker", "RolloutWorker", "learner_device"]
 
@@ -267,7 +267,7 @@ class LearnerWorker(GroupMember):
     def restore(self, learner_state: dict[str, Any], buffer_state: dict[str, Any] | None
                 ) -> int:
         """Load a checkpoint's learner (and buffer, if saved); return the update count."""
-        self.learner.load_state_dict(learner_state)
+        load_learner_state(self.learner, learner_state)
         if self.graph is not None:
             self.graph.invalidate()  # the optimisers' state tensors were replaced: recapture
         if buffer_state is not None:
