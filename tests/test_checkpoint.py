@@ -398,3 +398,25 @@ def test_a_checkpoint_whose_tensors_do_not_fit_the_networks_is_refused_with_the_
                                          r"fit this run's learner \(RuntimeError: .*size "
                                          r"mismatch.*Fix: resume with the config"):
         train_dqn(CFG, resume_from=tmp_path / "edited.pt")
+
+
+@pytest.mark.parametrize("name", ["dqn", "ppo"])
+def test_an_env_whose_state_cannot_be_copied_checkpoints_and_resumes_with_new_episodes(
+        tmp_path, name):
+    """LunarLander keeps a Box2D world: the checkpoint is written without the envs (it does not
+    fail), and its resume starts new episodes, saying why."""
+    if name == "dqn":
+        config = dataclasses.replace(CFG, env_id="LunarLander-v3", total_steps=400,
+                                     eval_every=400, eval_episodes=1)
+        train = train_dqn
+    else:
+        config = PPOConfig(**{**ON_POLICY, "num_workers": 1, "total_steps": 256,
+                              "eval_every": 256, "env_id": "LunarLander-v3"})
+        train = train_ppo
+    first = train(config, checkpoint_dir=tmp_path)
+    state = load_checkpoint(tmp_path, name.upper(), config).run_state
+    assert "b2World, which rlkit cannot save" in state["unsupported"]
+    more = train(dataclasses.replace(config, total_steps=2 * config.total_steps),
+                 resume_from=tmp_path)
+    assert more.env_steps > first.env_steps
+    assert "new episodes and exploration stream: env.envs[0]" in more.history.events[-1]

@@ -17,6 +17,7 @@ caller falls back to starting new episodes on resume, saying so.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,16 @@ def _capture(value: Any, path: str, seen: set[int]) -> Any:
         return {name: _capture(v, f"{path}.{name}", seen) for name, v in vars(value).items()
                 if name not in SKIPPED and not _is_description(v)}
     raise EnvStateUnsupported(f"{path} is a {type(value).__module__}.{type(value).__qualname__}")
+
+
+def saved_runners(runners: Sequence[Any]) -> tuple[list[dict[str, Any]] | None, str]:
+    """Every runner's ``state_dict()`` (:class:`rlkit.envs.runner.EnvRunner`) for a checkpoint,
+    or ``None`` and why: an env whose state rlkit cannot copy (a Box2D world) leaves the run
+    state without its envs, and the resume starts new episodes."""
+    try:
+        return [runner.state_dict() for runner in runners], ""
+    except EnvStateUnsupported as error:
+        return None, f"{error}, which rlkit cannot save"
 
 
 def load_env_state(env: Any, state: dict[str, Any]) -> None:

@@ -12,9 +12,11 @@ which refuses to run code hidden in a file. torch does not check its archive's C
 damaged on disk or in transit may load with wrong numbers: each checkpoint carries a SHA-256
 digest of its contents (:func:`content_digest`), checked before anything is used.
 
-A one-process run (:func:`rlkit.train.loop.train_single_process`) also saves its **run state**:
-the envs mid-episode (:mod:`rlkit.envs.snapshot`), the exploration and torch random streams,
-the open n-step windows and the losses not yet logged. Resumed from it, the run takes exactly
+A one-process run (the off-policy loop, :mod:`rlkit.train.loop`; the on-policy one,
+:mod:`rlkit.train.impala`) also saves its **run state**: the envs mid-episode
+(:mod:`rlkit.envs.snapshot`), the exploration and torch random streams, and what the loop has
+pending (the open n-step windows, the losses not yet logged; the weights a simulated lag acts
+with). Resumed from it, the run takes exactly
 the steps, updates and evaluations the uninterrupted run takes (bit-identical weights, optimiser,
 replay and history; only the seconds and the "resumed" event differ), provided the buffer was
 saved and the env's state is plain numbers (every classic-control task; a Box2D env is not, and
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from rlkit.core.common import config_dict, resumed_updates_due
@@ -61,7 +64,7 @@ class Checkpoint:
 
     Attributes:
         path: The file it was read from.
-        algorithm: ``"DQN"`` or ``"SAC"``.
+        algorithm: The algorithm's name (``"DQN"``, ``"SAC"``, ``"IMPALA"``, ``"PPO"``, ...).
         config: The config it was saved with, as a dict.
         learner: The learner's ``state_dict()`` (CPU tensors).
         buffer: The replay buffer's ``state_dict()``, or ``None`` if it was not saved.
@@ -85,6 +88,18 @@ class Checkpoint:
     run_state: dict[str, Any] | None = None
 
 
+#: What a resume event says of a run that continues from its run state, bit for bit.
+EXACT_RESUME = "exactly where it stopped: the envs mid-episode, the same streams"
+
+
+def resume_with_new_episodes(resumed: Checkpoint, rng: np.random.Generator, why: str) -> str:
+    """A one-process resume without the envs' state: the exploration stream ``rng`` reseeded
+    by ``(seed, env_steps)`` (never the first run's), and what the resume event says."""
+    rng.bit_generator.state = np.random.default_rng(
+        [resumed.config["seed"], resumed.env_steps]).bit_generator.state
+    return f"new episodes and exploration stream: {why}"
+
+
 def checkpoint_file(path: str | Path) -> Path:
     """The checkpoint file for ``path``: the path itself, or ``path/checkpoint.pt`` for a
     folder (a ``checkpoint_dir``)."""
@@ -100,7 +115,7 @@ def save_checkpoint(checkpoint_dir: str | Path, algorithm: str, config: Any,
 
     Args:
         checkpoint_dir: Folder to write to (created if missing).
-        algorithm: ``"DQN"`` or ``"SAC"``.
+        algorithm: The algorithm's name (``"DQN"``, ``"SAC"``, ``"IMPALA"``, ...).
         config: The run's config dataclass.
         learner_state: The learner's ``state_dict()``.
         buffer_state: The buffer's ``state_dict()``, or ``None`` to leave the buffer out.
@@ -130,7 +145,7 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
 
     Args:
         path: A checkpoint file, or the ``checkpoint_dir`` of an earlier run.
-        algorithm: The algorithm about to resume (``"DQN"`` or ``"SAC"``).
+        algorithm: The algorithm about to resume (``"DQN"``, ``"SAC"``, ``"PPO"``, ...).
         config: The config about to be used; it must agree with the checkpoint's on
             :data:`SHAPE_FIELDS`.
 

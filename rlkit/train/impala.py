@@ -31,9 +31,11 @@ from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.validation import FLAG, check_value, fail, int_rule, require_instance
 from rlkit.envs.runner import EnvRunner
+from rlkit.envs.snapshot import saved_runners
 from rlkit.notebook.progress import ProgressBar
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
-                                    load_checkpoint)
+from rlkit.train.checkpoint import (EXACT_RESUME, Checkpoint, Checkpointer,
+                                    check_checkpoint_options, load_checkpoint,
+                                    resume_with_new_episodes)
 from rlkit.train.learner_state import LearnerState, load_learner_state
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
 from rlkit.train.options import refuse_other_options
@@ -222,7 +224,8 @@ class _OnPolicyRun:
     def state(self, runners: list[EnvRunner], rng: np.random.Generator, saved_at: int
               ) -> dict[str, Any]:
         """The run state a checkpoint holds (the learner's own state travels beside it)."""
-        return {"runners": [r.state_dict() for r in runners], "rng": rng.bit_generator.state,
+        envs, unsupported = saved_runners(runners)
+        return {"runners": envs, "unsupported": unsupported, "rng": rng.bit_generator.state,
                 "torch_rng": torch.get_rng_state(), "lags": list(self.lags),
                 "diagnostics": {k: list(v) for k, v in self.diagnostics.items()},
                 "past": [{k: torch.from_numpy(np.array(v)) for k, v in w.items()}
@@ -240,12 +243,11 @@ class _OnPolicyRun:
         self.past.clear()
         self.past.append(learner.get_weights())
         state = resumed.run_state
-        if state is None:
-            rng.bit_generator.state = np.random.default_rng(
-                [resumed.config["seed"], resumed.env_steps]).bit_generator.state
+        why = "the checkpoint holds no run state" if state is None else state["unsupported"]
+        if why:
             self.evals = len(self.history.eval_steps)
             self.eval_return = self.history.eval_returns[-1] if self.evals else math.nan
-            how = "new episodes and exploration stream: the checkpoint holds no run state"
+            how = resume_with_new_episodes(resumed, rng, why)
         else:
             if len(state["runners"]) != len(runners):
                 fail("num_workers", len(runners), f"differs from the checkpoint's "
@@ -259,5 +261,5 @@ class _OnPolicyRun:
             self.lags, self.diagnostics = list(state["lags"]), dict(state["diagnostics"])
             self.evals, self.eval_return = state["evals"], state["eval_return"]
             self.saved_at = state["saved_at"]
-            how = "exactly where it stopped: the envs mid-episode, the same streams"
+            how = EXACT_RESUME
         self.history.events.append(f"step {self.env_steps}: resumed from {resumed.path} ({how})")

@@ -35,9 +35,11 @@ def interrupts_deferred() -> Iterator[None]:
     until the block has ended, then deliver it.
 
     Wraps bookkeeping that a checkpoint must see whole: transitions handed to the buffer and
-    the env-step count that says how many there are. An interrupt between the two would save
-    a checkpoint whose count and buffer disagree. Outside the main thread (where Python
-    delivers signals), or where the handler was not set from Python, it does nothing.
+    the env-step count that says how many there are (an interrupt between the two would save
+    a checkpoint whose count and buffer disagree). The one-process loops wrap a whole step in
+    it, so their checkpoints fall between two steps and resume bit-identically. Outside the
+    main thread (where Python delivers signals), or where the handler was not set from Python,
+    it does nothing.
 
     Cost: two ``sigaction`` calls, about 8 us per block on the 2-core CI machine. The loops
     enter it once per fragment (single process: every ``train_every`` env steps, 0.3-0.6% of

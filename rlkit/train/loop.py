@@ -27,11 +27,12 @@ from rlkit.core.types import OffPolicyAlgorithm
 from rlkit.core.validation import FLAG, check_value, require_instance
 from rlkit.envs.evaluation import evaluate_policy
 from rlkit.envs.runner import EnvRunner
-from rlkit.envs.snapshot import EnvStateUnsupported
+from rlkit.envs.snapshot import saved_runners
 from rlkit.notebook.progress import ProgressBar
 from rlkit.replay.nstep import FragmentTransitions
-from rlkit.train.checkpoint import (Checkpoint, Checkpointer, check_checkpoint_options,
-                                    load_checkpoint, updates_owed)
+from rlkit.train.checkpoint import (EXACT_RESUME, Checkpoint, Checkpointer,
+                                    check_checkpoint_options, load_checkpoint,
+                                    resume_with_new_episodes, updates_owed)
 from rlkit.train.learner_state import LearnerState, load_learner_state
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
 from rlkit.train.options import CHECKPOINT_OPTIONS, refuse_other_options
@@ -178,12 +179,10 @@ def _run_state(runner: EnvRunner, rng: np.random.Generator, transitions: Fragmen
     """What a one-process run holds besides its learner and buffer (see
     :mod:`rlkit.train.checkpoint`). ``runner`` is ``None`` for an env whose state rlkit cannot
     copy, with the reason beside it."""
-    try:
-        envs, unsupported = runner.state_dict(), ""
-    except EnvStateUnsupported as error:
-        envs, unsupported = None, f"{error}, which rlkit cannot save"
-    return {"runner": envs, "unsupported": unsupported, "rng": rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state(), "transitions": transitions.state_dict(),
+    envs, unsupported = saved_runners([runner])
+    return {"runner": envs[0] if envs else None, "unsupported": unsupported,
+            "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+            "transitions": transitions.state_dict(),
             "losses": [float(loss) for loss in losses], "saved_at": int(saved_at)}
 
 
@@ -198,15 +197,13 @@ def _restore_run_state(resumed: Checkpoint, runner: EnvRunner, rng: np.random.Ge
            else "its replay buffer was not saved" if resumed.buffer is None
            else state["unsupported"])
     if why:
-        rng.bit_generator.state = np.random.default_rng(
-            [resumed.config["seed"], resumed.env_steps]).bit_generator.state
-        return resumed.updates, f"new episodes and exploration stream: {why}"
+        return resumed.updates, resume_with_new_episodes(resumed, rng, why)
     runner.load_state_dict(state["runner"])
     rng.bit_generator.state = state["rng"]
     torch.set_rng_state(state["torch_rng"])
     transitions.load_state_dict(state["transitions"])
     losses.extend(torch.tensor(loss) for loss in state["losses"])
-    return state["saved_at"], "exactly where it stopped: the envs mid-episode, the same streams"
+    return state["saved_at"], EXACT_RESUME
 
 
 def evaluate_greedily(algo: OffPolicyAlgorithm, net: torch.nn.Module, eval_index: int
