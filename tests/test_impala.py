@@ -119,21 +119,28 @@ def test_slow_learner_makes_actors_wait_and_queue_stays_bounded():
 
 def test_a_shrunk_round_releases_a_learner_waiting_for_a_lost_workers_fragment():
     """Synchronous PPO lost one of its two workers for good: the learner, already waiting for
-    a batch of two, takes the one fragment the worker left sends (issue 38)."""
+    a batch of two, takes the one fragment the worker left sends (issue 38). A fragment the
+    lost worker sent before it went is dropped: taken alone, it would make a round of its own,
+    and every round after would train on fragments one version old."""
     queue = TrajectoryQueue(maxsize=4)
-    actor = ImpalaActor(SMALL, 0, queue)
+    left, lost = ImpalaActor(SMALL, 0, queue), ImpalaActor(SMALL, 1, queue)
     queue.publish(0, ImpalaLearner(SMALL, 4, 2, queue).learner.get_weights())
-    queue.put(actor.collect(), timeout=5.0)
+    queue.put(left.collect(), timeout=5.0)
     got = []
     waiting = threading.Thread(target=lambda: got.append(queue.get_batch(2, timeout=60.0)))
     waiting.start()
     time.sleep(0.2)
     assert not got  # one of two: it waits
-    queue.shrink_rounds(1, 2)
+    queue.shrink_rounds(1, 2, lost=1)
     waiting.join(timeout=30.0)
-    assert [len(b) for b in got] == [1]
-    queue.put(actor.collect(), timeout=5.0)
+    assert [[f.worker for f in b] for b in got] == [[0]]  # released with the one
+    queue.put(left.collect(), timeout=5.0)
     assert len(queue.get_batch(2, timeout=5.0)) == 1  # and every round after
+
+    other = TrajectoryQueue(maxsize=4)  # the lost worker had sent its share of the round
+    other.put(lost.collect(), timeout=5.0)
+    other.shrink_rounds(1, 2, lost=1)
+    assert other.stats().size == 0  # dropped: the round waits for the worker left
 
 
 def test_queue_get_times_out_with_a_clear_error():

@@ -93,7 +93,7 @@ def test_a_run_spread_over_the_nodes_survives_a_worker_node_and_solves(nodes_clu
     if pattern == "ppo":
         shrunk = "synchronous rounds shrink to the 1 of 2 workers left (1 of 2 fragments a batch)"
         assert any(shrunk in e for e in result.history.events), result.history.events
-        assert result.max_policy_lag <= 1  # on-policy but for the round the worker was lost in
+        assert result.max_policy_lag == 0  # every fragment acted by the weights it trained
     assert result.solved and result.eval_return >= 475, result.history.events
     assert wait_until_no_actors() == []
 

@@ -224,8 +224,8 @@ class ImpalaRun(DriverRun):
                 f"over the {len(self.learner_roles)} learner ranks. Fix: resume from the last "
                 f"checkpoint ({sup.last_checkpoint()}) on a cluster with room, or use "
                 f"num_learners=1, which shrinks its rounds and goes on.", f"worker {i}")
-        sup.get(sup["trajectory queue"].shrink_rounds.remote(left, workers), "trajectory queue",
-                "shrinking its rounds")
+        sup.get(sup["trajectory queue"].shrink_rounds.remote(left, workers, i),
+                "trajectory queue", "shrinking its rounds")
         self.history.events.append(f"step {self.env_steps}: synchronous rounds shrink to the "
                                    f"{left} of {workers} workers left "
                                    f"({batch * left // workers} of {batch} fragments a batch)")

@@ -82,13 +82,16 @@ class TrajectoryQueue:
             self.cond.notify_all()
             return self.version
 
-    def shrink_rounds(self, workers_left: int, workers: int) -> None:
-        """A synchronous run lost workers for good: from now on a batch is the share of
+    def shrink_rounds(self, workers_left: int, workers: int, lost: int) -> None:
+        """A synchronous run lost worker ``lost`` for good: from now on a batch is the share of
         ``get_batch``'s ``n`` that ``workers_left`` of ``workers`` send in a round (each sends
         ``batch_fragments / workers`` per version), so the learner does not wait for
-        fragments that will never come."""
+        fragments that will never come. The lost worker's fragments still held are dropped:
+        taken alone they would make a round of their own, and every round after it would
+        train on fragments one version old."""
         with self.cond:
             self.round_share = (workers_left, workers)
+            self.items = collections.deque(f for f in self.items if f.worker != lost)
             self.cond.notify_all()
 
     def get_batch(self, n: int, timeout: float) -> list[Fragment]:
