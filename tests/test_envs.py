@@ -1,9 +1,13 @@
+import re
+
 import numpy as np
 import pytest
 
 from rlkit.envs.evaluation import evaluate_policy
+from rlkit.envs.finite import NonFiniteEnvOutput, check_env_output
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.runner import EnvRunner
+from rlkit.testing import faulty_envs
 
 
 def test_make_env_seeds_reproducibly():
@@ -77,3 +81,36 @@ def test_runner_steps_several_envs_in_lockstep():
     np.testing.assert_allclose(nxt[:-1][~ends[:-1]], obs[1:][~ends[:-1]])
     # the three envs start from different states
     assert not np.allclose(frag.batch.obs[0], frag.batch.obs[1])
+
+
+@pytest.mark.parametrize("env_id, what", [(faulty_envs.NAN_REWARD, "reward"),
+                                          (faulty_envs.NAN_OBSERVATION, "observation")])
+def test_runner_refuses_a_non_finite_env_output_naming_the_env_and_the_copy(env_id, what):
+    runner = EnvRunner(env_id, 0, "discrete", num_envs=3)
+    zeros = lambda obs: np.zeros(len(obs), np.int64)  # noqa: E731
+    runner.run(99, zeros)  # at most 99 steps of each copy: all finite so far
+    with pytest.raises(NonFiniteEnvOutput, match=rf"^{re.escape(env_id)} returned nan in its "
+                                                 rf"{what} \(env copy \d, step \d+ of its "
+                                                 rf"episode\).*Fix: correct the environment"):
+        runner.run(300, zeros)
+
+
+def test_a_finite_output_is_never_refused():
+    big = np.full((4, 3), 3e38, np.float32)  # huge is not infinite
+    check_env_output("Big-v0", big, np.array([1e308, 1e308]), np.array([5, 5]))
+    check_env_output("Pixels-v0", np.full((2, 84, 84), 255, np.uint8))  # ints: never NaN
+    with pytest.raises(NonFiniteEnvOutput, match=r"^Big-v0 returned inf in its observation "
+                                                 r"\(env copy 1, at reset\)"):
+        check_env_output("Big-v0", np.array([[0.0, 1.0], [np.inf, 0.0]], np.float32))
+
+
+def test_evaluation_refuses_a_non_finite_reward():
+    with pytest.raises(NonFiniteEnvOutput, match=r"NaNRewardCartPole-v1 returned nan in its "
+                                                 r"reward \(env copy 0, step 300 of its"):
+        evaluate_policy(balance, faulty_envs.NAN_REWARD, 1, 0)  # an episode of 300+ steps
+
+
+def balance(obs: np.ndarray) -> np.ndarray:
+    """Push the cart the way the pole is falling: keeps CartPole up for 500 steps from seed 0
+    (angle plus angular velocity; the velocity alone lets it fall after 140-200 steps)."""
+    return (obs[:, 2] + obs[:, 3] > 0).astype(np.int64)

@@ -15,7 +15,7 @@ from rlkit.algos.dqn import DQNConfig  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
 from rlkit.distributed.off_policy.driver import LearnerFailedError, train_dqn_ray  # noqa: E402
 from rlkit.distributed.runtime.supervisor import RoleFailedError  # noqa: E402
-from rlkit.testing.faulty_envs import (CRASHING, HANGING, NAN_REWARD,  # noqa: E402
+from rlkit.testing.faulty_envs import (CRASHING, HANGING, HUGE_REWARD, NAN_REWARD,  # noqa: E402
                                        UNBUILDABLE_IN_ACTORS)
 from rlkit.train import train_dqn  # noqa: E402
 from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
@@ -90,8 +90,20 @@ def test_killed_evaluator_is_restarted_and_training_goes_on(ray_cluster):
 
 
 def test_non_finite_loss_stops_the_learner_with_its_metrics(ray_cluster):
+    # rewards of 3e38 are finite (the workers pass them on) but their squared errors are not
+    cfg = dataclasses.replace(CFG, env_id=HUGE_REWARD, learning_starts=200, huber=False)
+    with pytest.raises(FloatingPointError, match=r"learner stopped .*loss became inf .*largest "
+                                                 r"\|reward\| in the batch 3e\+38"):
+        train_dqn_ray(cfg, num_workers=1)
+    assert wait_until_no_actors() == []
+
+
+def test_a_nan_reward_stops_the_run_naming_the_worker_and_the_env_not_the_learner(ray_cluster):
+    """A worker is not restarted for it: its env would return the same NaN again."""
     cfg = dataclasses.replace(CFG, env_id=NAN_REWARD, learning_starts=200)
-    with pytest.raises(FloatingPointError, match=r"learner stopped .*loss became nan"):
+    with pytest.raises(FloatingPointError, match=r"the worker 0 stopped .*NaNRewardCartPole-v1 "
+                                                 r"returned nan in its reward.*Fix: correct the "
+                                                 r"environment"):
         train_dqn_ray(cfg, num_workers=1)
     assert wait_until_no_actors() == []
 

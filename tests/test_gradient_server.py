@@ -64,15 +64,15 @@ def test_nan_gradient_is_skipped_counted_and_weights_unchanged():
     assert after.version == 1 and server.skipped == 2
 
 
-def test_worker_on_nan_reward_env_sends_nan_gradient_that_the_server_skips():
-    config = dataclasses.replace(SMALL, env_id=faulty_envs.NAN_REWARD)  # NaN from step 300
+def test_worker_whose_loss_overflows_sends_a_non_finite_gradient_the_server_skips():
+    config = dataclasses.replace(SMALL, env_id=faulty_envs.HUGE_REWARD)  # 3e38 from step 300
     worker, server = GradientWorker(config, 0), GradientServer(SMALL)
     weights, versions = server.weights(), []
     for _ in range(16):  # 16 * 20 = 320 steps of each env
         weights = server.apply(worker.compute_gradient(weights))
         versions.append(weights.version)
     assert 0 < server.skipped < 16 and server.version == 16 - server.skipped
-    # the skipped ones are exactly the gradients from the first NaN reward on (NaN rewards never
+    # the skipped ones are exactly the gradients from the first huge reward on (they never
     # stop), not a few scattered ones: the version stops growing once, for good
     skipped_at = [i for i, v in enumerate(versions) if v == (versions[i - 1] if i else 0)]
     assert skipped_at == list(range(skipped_at[0], 16))
@@ -150,11 +150,12 @@ def test_a2c_one_worker_under_ray_equals_single_process(ray_cluster):
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize("driver", [train_a3c_ray, train_a2c_ray])
-def test_killed_worker_is_replaced_and_nan_gradients_skipped(ray_cluster, driver):
-    # worker 0 is killed after 400 env steps; worker 1's env returns NaN rewards from its
-    # 300th step on, so its later gradients are NaN and the server skips them
+def test_killed_worker_is_replaced_and_non_finite_gradients_skipped(ray_cluster, driver):
+    # worker 0 is killed after 400 env steps; worker 1's env returns rewards of 3e38 from its
+    # 300th step on, whose returns overflow float32: its later gradients are not finite and
+    # the server skips them
     run = driver(SMALL, num_workers=2, max_steps=2000, evaluate=False, kill_at={"worker 0": 400},
-                 worker_env_ids=[None, faulty_envs.NAN_REWARD])
+                 worker_env_ids=[None, faulty_envs.HUGE_REWARD])
     print(driver.__name__, f"startup {run.startup_seconds:.1f} s, run {run.wall_seconds:.1f} s")
     assert run.worker_restarts == 1
     assert any("worker 0 failed" in e and "restarted" in e for e in run.history.events)

@@ -150,6 +150,21 @@ def test_config_rejects_bad_values_naming_the_field(field, value, words):
     assert field in str(err.value) and "Fix:" in str(err.value)
 
 
+def test_a_loss_overflowed_by_huge_rewards_names_their_size_and_the_fix():
+    runner = EnvRunner("CartPole-v1", 3, "discrete", "test", 2)
+    learner = PPOLearner(runner.obs_dim, runner.action_dim, PPOConfig(envs_per_worker=2))
+    fragment = runner.run(8, sampling_policy(learner.net, np.random.default_rng(0)),
+                          fixed_length=True)
+    fragment.rewards[:] = 3e38  # finite, but their returns and squares overflow float32
+    before = learner.get_weights()
+    with pytest.raises(FloatingPointError, match=r"PPO loss became non-finite at batch 0.*"
+                                                 r"largest \|reward\| in the batch 3e\+38. "
+                                                 r"Fix: rewards that large"):
+        learner.update([fragment])
+    for name, value in learner.get_weights().items():  # refused before any step
+        np.testing.assert_array_equal(value, before[name])
+
+
 def test_train_ppo_is_reproducible_and_counts_its_steps():
     config = PPOConfig(total_steps=1_500, eval_every=1_000, eval_episodes=2, seed=4)
     first, second = train_ppo(config), train_ppo(config)

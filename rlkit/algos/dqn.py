@@ -136,8 +136,9 @@ class DQNLearner:
         if on_host and not math.isfinite(loss_value := float(loss.item())):
             raise FloatingPointError(
                 f"DQN loss became {loss_value} at update {self.updates} "
-                f"(q_mean={float(q_taken.detach().mean()):.3g}). Fix: lower learning_rate or check "
-                f"the rewards for inf/NaN.")
+                f"(q_mean={float(q_taken.detach().mean()):.3g}, largest |reward| in the batch "
+                f"{float(tensors.rewards.abs().max()):.3g}). Fix: rewards that large (or not "
+                f"finite) must be scaled down (or cleaned) first; else lower learning_rate.")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.sync_gradients(self.q.parameters())  # a learner group's all-reduce

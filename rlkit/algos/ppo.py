@@ -261,7 +261,10 @@ class PPOLearner(ActorCriticState):
                 if not math.isfinite(float(loss.detach())):
                     raise FloatingPointError(
                         f"PPO loss became non-finite at batch {self.updates}, epoch {epoch}: "
-                        f"{metrics}. Fix: lower learning_rate or max_grad_norm.")
+                        f"{metrics}; largest |reward| in the batch "
+                        f"{float(batch['rewards'].abs().max()):.3g}. Fix: rewards that large "
+                        f"(or not finite) must be scaled down (or cleaned) first; else lower "
+                        f"learning_rate or max_grad_norm.")
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 self.sync_gradients(self.net.parameters())  # a learner group's all-reduce

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlkit.core.types import BatchPolicy
+from rlkit.envs.finite import check_env_output
 from rlkit.envs.make import make_env
 
 
@@ -30,17 +31,21 @@ def evaluate_policy(policy: BatchPolicy, env_id: str, episodes: int, seed: int) 
     try:
         obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
         obs = obs.astype(np.float32)
-        returns = np.zeros(episodes)
+        check_env_output(env_id, obs)
+        returns, lengths = np.zeros(episodes), np.zeros(episodes, dtype=np.int64)
+        rewards = np.zeros(episodes)
         running = np.ones(episodes, dtype=bool)
         while running.any():
             live = np.flatnonzero(running)
             actions = policy(obs[live])
             for j, i in enumerate(live):
-                next_obs, reward, terminated, truncated, _ = envs[i].step(actions[j])
-                returns[i] += float(reward)
+                next_obs, rewards[i], terminated, truncated, _ = envs[i].step(actions[j])
                 obs[i] = next_obs
                 if terminated or truncated:
                     running[i] = False
+            lengths[live] += 1
+            check_env_output(env_id, obs, rewards, lengths)  # finished ones: checked before
+            returns[live] += rewards[live]
         return returns
     finally:
         for env in envs:

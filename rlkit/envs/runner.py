@@ -4,7 +4,8 @@ record back (:class:`Fragment`).
 Replay (DQN, SAC, Ape-X) flattens a fragment into transitions (:attr:`Fragment.batch`); A2C
 and IMPALA consume it as it is, ``(T, N)``, with the behaviour log-probabilities the policy
 returned beside its actions. Time-limit truncation is stored apart from termination (it
-bootstraps), either flag ends the episode, and finished episodes' returns are reported.
+bootstraps), either flag ends the episode, and finished episodes' returns are reported. A NaN
+or infinite reward or observation is refused where it comes out (:mod:`rlkit.envs.finite`).
 
 The environments are one gymnasium vector env: the environment's own vectorised implementation
 when it has one (``gym.make_vec(..., vectorization_mode="vector_entry_point")``: CartPole steps
@@ -26,6 +27,7 @@ import numpy as np
 import torch
 
 from rlkit.core.types import ActionKind, Batch, BatchPolicy, SamplingPolicy
+from rlkit.envs.finite import check_env_output
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.snapshot import env_state, load_env_state
 
@@ -206,7 +208,9 @@ class EnvRunner:
         self.num_envs = num_envs
         self.obs_dim, self.action_dim = space_dims(self.env)
         self.discrete = action_kind == "discrete"
+        self.env_id = env_id
         self.obs = np.asarray(self.vec.reset(seed=int(seed))[0], dtype=np.float32)
+        check_env_output(env_id, self.obs)
         seed_spaces(self.vec, int(seed))
         self.resetting = np.zeros(num_envs, dtype=bool)  # the next step of these is a reset
         self.episode_return = np.zeros(num_envs)
@@ -255,6 +259,7 @@ class EnvRunner:
             ended = real & (terminated | truncated)
             self.episode_return[real] += rewards[real]
             self.episode_length[real] += 1
+            check_env_output(self.env_id, next_obs, rewards, self.episode_length)
             returns += self.episode_return[ended].tolist()
             lengths += self.episode_length[ended].tolist()
             self.episode_return[ended], self.episode_length[ended] = 0.0, 0

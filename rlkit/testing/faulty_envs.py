@@ -3,10 +3,14 @@ refuse (an unbounded Pendulum), for the fault-injection tests, the bad-input cat
 
 Nothing in rlkit imports this module. The tests name the environments with gymnasium's
 ``"module:Name"`` ids (the constants below): ``gym.make`` imports this module first, which
-registers the five ids, so a Ray worker builds them from the id alone, like any other env:
+registers the seven ids, so a Ray worker builds them from the id alone, like any other env:
 
 * :data:`CRASHING` raises ``RuntimeError`` at the 600th step of each instance;
-* :data:`NAN_REWARD` returns a NaN reward from its 300th step on;
+* :data:`NAN_REWARD` returns a NaN reward from its 300th step on, :data:`NAN_OBSERVATION` a
+  NaN in its observation (the env runner refuses both, naming the env);
+* :data:`HUGE_REWARD` returns a finite reward of 3e38 from its 300th step on, near float32's
+  largest: valid data, but its squares and sums overflow, so a learner's loss or gradients
+  stop being finite;
 * :data:`HANGING` stops answering (sleeps for an hour) at its 300th step;
 * :data:`UNBUILDABLE_IN_ACTORS` cannot be made inside a Ray actor (as an env whose ROM or
   library is missing on the workers' machines): the driver's own probe builds it, every role
@@ -33,18 +37,23 @@ class FaultyCartPole(CartPoleEnv):
         crash_at_step: Raise ``RuntimeError`` at this step of the instance (counted over all
             its episodes).
         nan_reward_at_step: Return ``nan`` rewards from this step on.
+        nan_obs_at_step: Return an observation holding ``nan`` at this step.
+        huge_reward_at_step: Return rewards of ``3e38`` from this step on.
         hang_at_step: Sleep for an hour at this step (an env that stops answering).
     """
 
     def __init__(self, crash_at_step: int | None = None, nan_reward_at_step: int | None = None,
                  hang_at_step: int | None = None, fail_in_actors: bool = False,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, nan_obs_at_step: int | None = None,
+                 huge_reward_at_step: int | None = None) -> None:
         if fail_in_actors and _in_a_ray_actor():
             raise RuntimeError("FaultyCartPole: cannot be built in this actor (injected)")
         super().__init__(render_mode=render_mode)
         self.crash_at_step = crash_at_step
         self.nan_reward_at_step = nan_reward_at_step
         self.hang_at_step = hang_at_step
+        self.nan_obs_at_step = nan_obs_at_step
+        self.huge_reward_at_step = huge_reward_at_step
         self.total_steps = 0
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -56,6 +65,11 @@ class FaultyCartPole(CartPoleEnv):
         obs, reward, terminated, truncated, info = super().step(action)
         if self.nan_reward_at_step is not None and self.total_steps >= self.nan_reward_at_step:
             reward = float("nan")
+        if self.huge_reward_at_step is not None and self.total_steps >= self.huge_reward_at_step:
+            reward = 3e38
+        if self.nan_obs_at_step is not None and self.total_steps == self.nan_obs_at_step:
+            obs = obs.copy()
+            obs[2] = np.nan
         return obs, reward, terminated, truncated, info
 
 
@@ -77,15 +91,19 @@ class UnboundedPendulum(PendulumEnv):
 
 CRASHING = f"{__name__}:rlkit/CrashingCartPole-v1"
 NAN_REWARD = f"{__name__}:rlkit/NaNRewardCartPole-v1"
+NAN_OBSERVATION = f"{__name__}:rlkit/NaNObservationCartPole-v1"
+HUGE_REWARD = f"{__name__}:rlkit/HugeRewardCartPole-v1"
 HANGING = f"{__name__}:rlkit/HangingCartPole-v1"
 UNBUILDABLE_IN_ACTORS = f"{__name__}:rlkit/UnbuildableInActorsCartPole-v1"
 UNBOUNDED_PENDULUM = f"{__name__}:rlkit/UnboundedPendulum-v1"
 
 
 def register() -> None:
-    """Register the five ids (idempotent)."""
+    """Register the seven ids (idempotent)."""
     for env_id, kwargs in ((CRASHING, {"crash_at_step": 600}),
                            (NAN_REWARD, {"nan_reward_at_step": 300}),
+                           (NAN_OBSERVATION, {"nan_obs_at_step": 300}),
+                           (HUGE_REWARD, {"huge_reward_at_step": 300}),
                            (HANGING, {"hang_at_step": 300}),
                            (UNBUILDABLE_IN_ACTORS, {"fail_in_actors": True})):
         name = env_id.partition(":")[2]

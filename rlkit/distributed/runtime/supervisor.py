@@ -111,9 +111,13 @@ class Supervisor(FailureNaming):
 
         Raises:
             RuntimeError: if ``role`` has already been restarted ``max_restarts`` times.
+            FloatingPointError: ``error`` itself, if it is one (a NaN from the role's env, a
+                non-finite loss): a replacement would meet the same value again.
         """
         import ray
 
+        if isinstance(error, FloatingPointError):
+            raise error
         dead = self.dead_roles()
         if dead:  # a worker that failed because a server died: no restart can help
             raise self.failure(error, role, "running", dead) from error
