@@ -143,6 +143,54 @@ def test_a_shrunk_round_releases_a_learner_waiting_for_a_lost_workers_fragment()
     assert other.stats().size == 0  # dropped: the round waits for the worker left
 
 
+def test_a_worker_waits_for_weights_through_a_learner_group_restart_and_no_longer():
+    """After a rank's node is lost the group restarts (seconds, on a loaded machine more than a
+    worker's wait for weights): a synchronous worker waiting for the next version must wait on,
+    not fail and be restarted (issue 38). Once the restart is over, its wait runs out again."""
+    queue = TrajectoryQueue(maxsize=4)
+    worker = ImpalaActor(SMALL, 0, queue, timeout_s=0.05)
+    weights = ImpalaLearner(SMALL, 4, 2, queue).learner.get_weights()
+    queue.publish(3, weights)
+    worker.load_newer(-1)
+    assert worker.version == 3
+    queue.learner_restart(True)
+    waiting = threading.Thread(target=worker.load_newer, args=(3,))
+    waiting.start()
+    time.sleep(0.5)  # ten of its waits ran out meanwhile: each was asked again
+    assert waiting.is_alive() and worker.version == 3
+    queue.publish(4, weights)  # the restored rank 0 publishes, then the driver says it is over
+    queue.learner_restart(False)
+    waiting.join(timeout=10.0)
+    assert not waiting.is_alive() and worker.version == 4
+    with pytest.raises(TimeoutError, match=r"no weights newer than version 4 within 0.05 s"):
+        worker.load_newer(4)  # no restart under way: the wait runs out as before
+    answers = []  # a restart that begins and ends inside one wait: that wait is asked again
+    asking = threading.Thread(target=lambda: answers.append(queue.wait_for_version(4, 2.0)))
+    asking.start()
+    time.sleep(0.5)  # (a thread starts waiting within milliseconds)
+    queue.learner_restart(True)
+    queue.learner_restart(False)
+    asking.join(timeout=10.0)
+    assert answers == [None]
+
+
+def test_a_restart_ends_the_old_ranks_waits_so_the_new_ranks_get_the_next_fragments():
+    """A killed rank's ``get_batch`` still waits in the queue's thread: without the restart's
+    signal it would take the first fragment sent after the restart, and the new group (in a
+    synchronous run, whose workers then wait for weights) would wait for it until timeouts."""
+    queue = TrajectoryQueue(maxsize=4)
+    got = []
+    old_rank = threading.Thread(target=lambda: got.append(queue.get_batch(1, timeout=60.0)))
+    old_rank.start()
+    time.sleep(0.2)  # waiting
+    queue.learner_restart(True)
+    old_rank.join(timeout=10.0)
+    assert got == [[]]  # ended, empty-handed
+    queue.learner_restart(False)
+    queue.put(ImpalaActor(SMALL, 1, queue).collect(), timeout=5.0)
+    assert [f.worker for f in queue.get_batch(1, timeout=5.0)] == [1]  # the new rank's
+
+
 def test_queue_get_times_out_with_a_clear_error():
     with pytest.raises(TimeoutError, match=r"got 0 of the 2 fragments.*Fix"):
         TrajectoryQueue(maxsize=2).get_batch(2, timeout=0.1)

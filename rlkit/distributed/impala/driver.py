@@ -1,14 +1,11 @@
 """The actor-learner queue driver: IMPALA, PPO and APPO under Ray.
 
-The driver (:class:`ImpalaRun`, on the shared loop of
-:class:`~rlkit.distributed.runtime.driver.DriverRun`) starts a
-:class:`~rlkit.distributed.impala.roles.TrajectoryQueue`, an
-:class:`~rlkit.distributed.impala.roles.ImpalaLearner` and ``num_workers`` workers
-(:class:`~rlkit.distributed.impala.roles.ImpalaActor`). The workers run on their own (``run()``
-returns only when the queue closes); the driver keeps two learner calls in flight, logs what
-they report, evaluates the greedy policy every ``eval_every`` env steps, restarts a worker that
-dies, and closes the queue when the run is solved or out of budget. Asynchronous runs are not
-bit-reproducible.
+The driver (:class:`ImpalaRun`, on the shared loop of :class:`DriverRun`) starts a
+:class:`TrajectoryQueue`, an :class:`ImpalaLearner` and ``num_workers`` workers
+(:class:`ImpalaActor`). The workers run on their own (``run()`` returns only when the queue
+closes); the driver keeps two learner calls in flight, logs what they report, evaluates the
+greedy policy every ``eval_every`` env steps, restarts a worker that dies, and closes the queue
+when the run is solved or out of budget. Asynchronous runs are not bit-reproducible.
 """
 
 from __future__ import annotations
@@ -92,9 +89,8 @@ def _train_ppo_family(owner: str, config: PPOConfig, synchronous: bool,
 
 
 class ImpalaRun(DriverRun):
-    """One IMPALA run on the shared :class:`DriverRun` loop. Its events: a learner report
-    (record it, ask for the next, evaluate when due) and a worker whose ``run()`` ended (only
-    a failure ends it before the queue closes: restart it)."""
+    """One IMPALA run on the shared :class:`DriverRun` loop. Its events: a learner report (record
+    it, ask again, evaluate when due), a worker's ``run()`` ended (a failure: restart it)."""
 
     CHECKPOINT_EVERY = 50  # updates of B fragments (about 205k env steps with the defaults)
     LEARNER_GROUPS = LEARNER_RESTARTS = True
@@ -129,8 +125,7 @@ class ImpalaRun(DriverRun):
             f"worker {i}" for i in range(self.config.num_workers)]
 
     def start_roles(self) -> None:
-        """The queue, the learner and the workers, as planned in ``__init__`` (fractions of a
-        CPU on 2 cores)."""
+        """The queue, the learner and the workers, as planned in ``__init__``."""
         import ray
 
         sup, config, timeout = self.supervisor, self.config, self.role_timeout
@@ -180,6 +175,11 @@ class ImpalaRun(DriverRun):
             [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
             reports[0].updates, max(r.busy_seconds for r in reports),
             max(r.wait_seconds for r in reports), reports[0].weights))
+
+    def learner_restart_under_way(self, under_way: bool) -> None:
+        """Tell the queue (see :meth:`TrajectoryQueue.learner_restart`)."""
+        self.supervisor.get(self.supervisor["trajectory queue"].learner_restart.remote(
+            under_way), "trajectory queue", "marking the learner group's restart")
 
     def after_learner_restart(self, saved: Checkpoint) -> None:
         """The group is back: ask it again (the fragments the dropped calls held are lost)."""
@@ -269,10 +269,9 @@ class ImpalaRun(DriverRun):
 
         self.wall = self.clock()
         sup = self.supervisor
-        # a group's calls in flight end first, while fragments still come: a rank that found
-        # the queue closed while another took a batch would wait in its all-reduce. A single
-        # learner instead stops at its next batch once the queue closes (with a slow simulator
-        # its calls in flight could otherwise run for many seconds past the budget)
+        # a group's calls in flight end first, while fragments still come (a rank that found the
+        # queue closed while another took a batch would wait in its all-reduce); a single one
+        # stops at its next batch once the queue closes (not many seconds past the budget)
         if len(self.learner_roles) > 1:
             self.settle(self.learner_roles, self.options.timeout_s)
         self.queue = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",

@@ -52,6 +52,7 @@ class TrajectoryQueue:
         self.high_water, self.puts, self.wait_seconds = 0, 0, 0.0  # finished puts' waits
         self.waiting_puts = 0  # puts blocked right now
         self.round_share = (1, 1)  # synchronous rounds: the share of workers still sending
+        self.restarting, self.restarts = False, 0  # the learner group's restarts (see below)
 
     def ping(self) -> bool:
         return True
@@ -96,7 +97,9 @@ class TrajectoryQueue:
 
     def get_batch(self, n: int, timeout: float) -> list[Fragment]:
         """The ``n`` oldest trajectories (fewer after :meth:`shrink_rounds`, even one that
-        comes while this waits), waiting until there are that many ([] once closed).
+        comes while this waits), waiting until there are that many ([] once closed, or once
+        the learner group restarts: a killed rank's call still waiting here would otherwise take
+        the first fragments its replacement needs).
 
         Raises:
             TimeoutError: if fewer than ``n`` arrived within ``timeout`` seconds.
@@ -106,9 +109,10 @@ class TrajectoryQueue:
             return n if left == workers else max(1, n * left // workers)
 
         with self.cond:
-            ready = self.cond.wait_for(lambda: self.closed or len(self.items) >= wanted(),
-                                       timeout)
-            if self.closed:
+            restarts = self.restarts
+            ready = self.cond.wait_for(lambda: self.closed or self.restarts != restarts
+                                       or len(self.items) >= wanted(), timeout)
+            if self.closed or self.restarts != restarts:
                 return []
             if not ready:
                 raise TimeoutError(f"the trajectory queue got {len(self.items)} of the "
@@ -130,14 +134,30 @@ class TrajectoryQueue:
         with self.cond:
             return self.version
 
-    def wait_for_version(self, newer_than: int, timeout: float) -> tuple[int, Weights | None]:
-        """The latest ``(version, weights)`` once ``version > newer_than`` (or the queue closed).
+    def learner_restart(self, under_way: bool) -> None:
+        """The driver tells the queue that it restarts the learner group (``True``) or has
+        restarted it. The old ranks' waits for a batch end (:meth:`get_batch`); until the group
+        is back no version comes, and a worker's wait for one must not run out (the restart has
+        time limits of its own)."""
+        with self.cond:
+            self.restarting = under_way
+            self.restarts += under_way
+            self.cond.notify_all()
+
+    def wait_for_version(self, newer_than: int, timeout: float
+                         ) -> tuple[int, Weights | None] | None:
+        """The latest ``(version, weights)`` once ``version > newer_than`` (or the queue closed);
+        ``None`` if ``timeout`` ran out while the learner group was restarting (ask again).
 
         Raises:
-            TimeoutError: if no newer version came within ``timeout`` seconds.
+            TimeoutError: if no newer version came within ``timeout`` seconds, and no restart
+                of the learner group was under way.
         """
         with self.cond:
+            restarts = self.restarts
             if not self.cond.wait_for(lambda: self.closed or self.version > newer_than, timeout):
+                if self.restarting or self.restarts != restarts:
+                    return None
                 raise TimeoutError(f"no weights newer than version {newer_than} within "
                                    f"{timeout} s. Fix: check the learner's log.")
             return self.version, self.weights

@@ -93,9 +93,12 @@ class ImpalaActor:
         return True
 
     def load_newer(self, newer_than: int) -> None:
-        """Wait for weights newer than ``newer_than`` and act with them from now on."""
-        version, weights = call(self.queue, "wait_for_version", newer_than,
-                                self.timeout_s, timeout=2 * self.timeout_s)
+        """Wait for weights newer than ``newer_than`` and act with them from now on (through a
+        restart of the learner group: the queue answers ``None`` until the group is back)."""
+        while (latest := call(self.queue, "wait_for_version", newer_than, self.timeout_s,
+                              timeout=2 * self.timeout_s)) is None:
+            pass
+        version, weights = latest
         if version > self.version and weights is not None:
             load_numpy_weights(self.net, weights)
             self.version = version

@@ -91,6 +91,10 @@ class LearnerCalls:
         self.answers = {}
         self.after_learner_restart(saved)
 
+    def learner_restart_under_way(self, under_way: bool) -> None:
+        """What a pattern does as its group's restart begins (``True``) and once the group
+        is loaded (IMPALA: tell the queue)."""
+
     def after_learner_restart(self, saved: Checkpoint) -> None:
         """What a pattern does once its group is back at ``saved``: ask it again."""
 
@@ -120,6 +124,7 @@ class LearnerCalls:
                 or self.group_restarts >= self.options.learner_restarts):
             return None
         self.group_restarts += 1
+        self.learner_restart_under_way(True)
         timeout, begin = max(self.options.timeout_s, STARTUP_TIMEOUT_S), time.perf_counter()
         # waiting for a node with room obeys the run's timeout_s; a started process may take
         # up to STARTUP_TIMEOUT_S to import (3-6 s on 2 cores, much more on a loaded machine)
@@ -129,6 +134,7 @@ class LearnerCalls:
         self.form_learner_group(timeout)
         saved = load_checkpoint(last, self.checkpointer.algorithm, self.checkpointer.config)
         self.load_learners(saved.learner, saved.buffer, timeout)
+        self.learner_restart_under_way(False)
         where = ", ".join(f"{r} on {self.supervisor.plan.node(r)}" for r in self.learner_roles)
         self.history.events.append(
             f"step {self.env_steps}: {error.role} lost ({str(error).split(' (')[0]}); the "
