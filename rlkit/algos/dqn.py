@@ -23,6 +23,7 @@ from rlkit.algos.dqn_td import (DQNPriorityModel, dqn_loss, dqn_q_and_targets,  
                                 dqn_targets, dqn_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
+from rlkit.core.common import polyak_update
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
@@ -171,12 +172,11 @@ class DQNLearner:
     @torch.no_grad()
     def sync_target(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` (a plain copy when ``tau == 1``)."""
-        tau = self.config.tau
-        for p_t, p in zip(self.q_target.parameters(), self.q.parameters()):
-            if tau >= 1.0:
-                p_t.copy_(p)
-            else:
-                p_t.lerp_(p, tau)
+        if self.config.tau < 1.0:
+            polyak_update(self.q_target, self.q, self.config.tau)
+            return
+        for p_t, p in zip(self.q_target.parameters(), self.q.parameters(), strict=True):
+            p_t.copy_(p)
 
     def get_weights(self) -> Weights:
         """The online network's weights as numpy arrays (cheap to ship between processes)."""

@@ -11,8 +11,7 @@ import torch
 
 from rlkit.core.types import Batch, NStepBatch, TensorBatch
 from rlkit.core.validation import Rule, check_value, fail, int_rule, require_instance
-from rlkit.replay.memory import (MAX_BUFFER_BYTES, check_buffer_memory,  # noqa: F401
-                                 free_memory_bytes, replay_bytes)
+from rlkit.replay.memory import check_buffer_memory
 from rlkit.replay.nstep import check_batch, check_transition
 from rlkit.replay.sum_tree import BATCH_SIZE, ring_slots
 
@@ -112,11 +111,6 @@ class ReplayBuffer:
         self.size = 0  # number of valid transitions
         self.rng = np.random.default_rng(seed)
 
-    @staticmethod
-    def estimate_bytes(capacity: int, obs_dim: int, action_dim: int | None) -> int:
-        """Bytes the storage arrays of a buffer with these sizes would take."""
-        return replay_bytes(capacity, obs_dim, action_dim)
-
     def __len__(self) -> int:
         return self.size
 
@@ -152,7 +146,8 @@ class ReplayBuffer:
 
     def state_dict(self) -> dict[str, Any]:
         """The stored transitions, the write position and the sampling RNG, as torch tensors
-        and plain Python values (what a checkpoint file may hold; see :mod:`rlkit.checkpoint`)."""
+        and plain Python values (what a checkpoint file may hold; see
+        :mod:`rlkit.train.checkpoint`)."""
         n = self.size
         return {"capacity": self.capacity, "pos": self.pos, "size": n,
                 **{name: torch.from_numpy(getattr(self, name)[:n].copy())

@@ -189,7 +189,8 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
             raise ValueError(
                 f"resume_from={str(path)!r} was trained with {name}={data['config'][name]!r}, "
                 f"but this config has {name}={ours[name]!r}. Fix: use the checkpoint's "
-                f"{name} (its whole config is in rlkit.checkpoint.load_checkpoint(...).config), "
+                f"{name} (its whole config is in "
+                f"rlkit.train.checkpoint.load_checkpoint(...).config), "
                 f"or start without resume_from.")
     history = History.from_dict(data["history"])
     return Checkpoint(file, data["algorithm"], data["config"], data["learner"], data["buffer"],
