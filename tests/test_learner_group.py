@@ -44,6 +44,25 @@ def make_learner(seed: int = 0) -> DQNLearner:
     return DQNLearner(4, 2, CONFIG)
 
 
+def test_one_rule_refuses_a_batch_the_ranks_cannot_share_equally():
+    """Every driver with learner groups asks this one check (off-policy, Ape-X, IMPALA)."""
+    from rlkit.distributed.off_policy.options import check_replay_shares
+    from rlkit.distributed.runtime.learner_group import check_group_share
+
+    check_group_share(4, "batch_fragments", 8)
+    with pytest.raises(ValueError, match=r"^num_learners=3 must divide batch_fragments=8: each "
+                                         r"rank takes an equal share of every batch. Fix: use a "
+                                         r"divisor of batch_fragments.$"):
+        check_group_share(3, "batch_fragments", 8)
+    with pytest.raises(ValueError, match=r"^num_learners=3 must divide batch_size=128: each "
+                                         r"rank samples"):
+        check_replay_shares(128, 100_000, 3)
+    with pytest.raises(ValueError, match=r"^num_learners=4 splits buffer_size=256 into shares "
+                                         r"smaller than a batch \(128\). Fix:"):
+        check_replay_shares(128, 256, 4)
+    check_replay_shares(128, 512, 4)
+
+
 def test_the_mean_of_half_batch_gradients_is_the_full_batch_gradient():
     batch = batches(1, 64)[0]
 

@@ -230,7 +230,8 @@ def test_learner_groups_are_refused_where_a_driver_runs_none_and_need_a_checkpoi
         train_a3c_ray(A2CConfig(), num_learners=2)
     with pytest.raises(ValueError, match=r"learner_restarts=1 is not supported by A3CRun"):
         train_a3c_ray(A2CConfig(), learner_restarts=1, checkpoint_dir=tmp_path)
-    with pytest.raises(ValueError, match=r"num_learners=3 needs a batch_size \(128\) it divides"):
+    with pytest.raises(ValueError, match=r"num_learners=3 must divide batch_size=128: each "
+                                         r"rank samples an equal share"):
         train_sac_ray(SACConfig(), num_learners=3)
     with pytest.raises(ValueError, match=r"num_learners=3 must divide batch_size="):
         train_apex_ray(ApexDQN(DQNConfig(), ApexConfig()), num_learners=3)

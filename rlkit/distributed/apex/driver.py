@@ -24,9 +24,10 @@ from rlkit.algos.apex import ApexAlgorithm, ApexDDPG, ApexDQN
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
-from rlkit.core.validation import build, fail, require_instance
+from rlkit.core.validation import build, require_instance
 from rlkit.distributed.apex.roles import ApexLearner, ApexLearnerReport, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
+from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.options import RunOptions
@@ -96,10 +97,7 @@ class ApexRun(DriverRun):
     def __init__(self, algo: ApexAlgorithm, options: RunOptions) -> None:
         super().__init__(options, algo.config.total_steps, algo.name, algo.name, algo.config)
         self.algo, self.cfg, self.apex = algo, algo.config, algo.apex
-        if self.cfg.batch_size % options.num_learners:
-            fail("num_learners", options.num_learners, f"must divide batch_size="
-                 f"{self.cfg.batch_size}: each rank samples an equal share of every batch",
-                 "use a divisor of batch_size")
+        check_group_share(options.num_learners, "batch_size", self.cfg.batch_size, "samples")
         cluster_cpus = require_ray()["CPU"]
         if self.apex.num_shards > cluster_cpus:
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "

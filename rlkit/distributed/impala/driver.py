@@ -26,6 +26,7 @@ from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
 from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLearnerReport,
                                             TrajectoryQueue)
+from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.failures import RoleFailedError
 from rlkit.distributed.runtime.options import RunOptions
@@ -99,10 +100,7 @@ class ImpalaRun(DriverRun):
         name = algorithm_name(config)
         super().__init__(options, config.total_steps, f"{name} (Ray)", name, config)
         self.config = config
-        if config.batch_fragments % options.num_learners:
-            fail("num_learners", options.num_learners, f"must divide batch_fragments="
-                 f"{config.batch_fragments}: each rank takes an equal share of every batch",
-                 "use a divisor of batch_fragments")
+        check_group_share(options.num_learners, "batch_fragments", config.batch_fragments)
         columns = config.batch_fragments * config.envs_per_worker  # per update
         if name == "IMPALA" and (share := columns // options.num_learners) < config.minibatches:
             fail("num_learners", options.num_learners, f"leaves each rank {share} env columns per "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rlkit.core.metrics import RunResult
 from rlkit.core.validation import fail, flag, integer, number
+from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.options import RunOptions
 
 
@@ -61,8 +62,8 @@ class RayResult(RunResult):
 def check_replay_shares(batch_size: int, buffer_size: int, num_learners: int) -> None:
     """Refuse a learner group whose ranks cannot each take an equal share of every batch and
     keep a replay share of a batch or more."""
-    if num_learners > 1 and (batch_size % num_learners or buffer_size // num_learners
-                             < batch_size):
-        fail("num_learners", num_learners, f"needs a batch_size ({batch_size}) it divides and "
-             f"a buffer_size ({buffer_size}) it splits into shares of a batch or more",
-             "use num_learners=1, or a batch_size and buffer_size to match")
+    check_group_share(num_learners, "batch_size", batch_size, "samples")
+    if num_learners > 1 and buffer_size // num_learners < batch_size:
+        fail("num_learners", num_learners, f"splits buffer_size={buffer_size} into shares "
+             f"smaller than a batch ({batch_size})", "use num_learners=1, or a larger "
+             "buffer_size")

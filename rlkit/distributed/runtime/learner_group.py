@@ -26,6 +26,7 @@ import torch
 from rlkit.core.gradients import average_gradients
 from rlkit.core.networks import module_weights
 from rlkit.core.types import Weights
+from rlkit.core.validation import fail
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,14 @@ class LearnerRank(GroupMember):
         if isinstance(value, torch.Tensor):
             return {network or self.network: value.detach().cpu().numpy()}
         return module_weights(value)
+
+
+def check_group_share(num_learners: int, name: str, size: int, takes: str = "takes") -> None:
+    """Refuse a learner group whose ranks cannot each take an equal share of every batch: the
+    config's ``name`` (its value ``size``) must be a multiple of ``num_learners``."""
+    if size % num_learners:
+        fail("num_learners", num_learners, f"must divide {name}={size}: each rank {takes} an "
+             f"equal share of every batch", f"use a divisor of {name}")
 
 
 def form_group(ranks: Sequence[Any], backend: str = "gloo", timeout_s: float = 60.0) -> None:
