@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
-from rlkit.core.common import updates_due
+from rlkit.core.common import evaluation_due, updates_due
 from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
 from rlkit.distributed.runtime.placement import plan_resources
 from rlkit.distributed.runtime.evaluator import Evaluator
@@ -67,6 +67,17 @@ def test_learner_trains_as_told_and_publishes_every_k_updates():
 @pytest.mark.parametrize("steps, due", [(0, 0), (100, 0), (101, 0), (102, 1), (1100, 500)])
 def test_rate_limiter_arithmetic(steps, due):
     assert updates_due(steps, learning_starts=100, train_every=2) == due
+
+
+@pytest.mark.parametrize("steps, evaluated, budget, due", [
+    (999, [], None, False), (1000, [], None, True),  # the first multiple of every=1000
+    (1999, [1024], None, False), (2000, [1024], None, True),  # from the last evaluation's step
+    (4096, [1024], None, True),  # a step that jumps several multiples: one evaluation...
+    (4999, [4096], None, False), (5000, [4096], None, True),  # ...and on from it
+    (2500, [2000], 2500, True), (2400, [2000], 2500, False),  # the budget's end evaluates
+])
+def test_the_one_evaluation_rule(steps, evaluated, budget, due):
+    assert evaluation_due(steps, evaluated, 1000, budget) is due
 
 
 def test_single_process_does_the_updates_the_rate_limiter_allows():

@@ -1,10 +1,12 @@
 """Small pieces every algorithm and driver shares: TD targets, target-network averaging,
-evaluation and worker seeds, finiteness checks, the rate limiter's arithmetic, and config dicts."""
+evaluation and worker seeds, when an evaluation is due, finiteness checks, the rate limiter's
+arithmetic, and config dicts."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -99,6 +101,15 @@ def resumed_updates_due(env_steps: int, learning_starts: int, train_every: int,
 def next_multiple(value: int, every: int) -> int:
     """The smallest multiple of ``every`` that is greater than ``value``."""
     return (value // every + 1) * every
+
+
+def evaluation_due(env_steps: int, eval_steps: Sequence[int], every: int,
+                   budget: int | None = None) -> bool:
+    """The one evaluation rule of every loop: due once ``env_steps`` reaches the first multiple
+    of ``every`` past the last evaluation (``eval_steps[-1]``; 0 before any), and at the end of
+    the ``budget``. A resumed run goes on from its history's last evaluation."""
+    last = eval_steps[-1] if eval_steps else 0
+    return env_steps >= next_multiple(last, every) or (budget is not None and env_steps >= budget)
 
 
 def config_dict(config: Any) -> dict[str, Any]:

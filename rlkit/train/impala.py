@@ -26,7 +26,7 @@ from rlkit.algos.a2c import greedy_eval
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
 from rlkit.algos.on_policy import algorithm_name, config_action_kind, make_learner
-from rlkit.core.common import worker_seed
+from rlkit.core.common import evaluation_due, worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.validation import FLAG, check_value, fail, int_rule, require_instance
@@ -210,8 +210,8 @@ class _OnPolicyRun:
         for key, value in metrics.items():
             self.diagnostics.setdefault(key, []).append(value)
         self.past.append(learner.get_weights())
-        if (self.env_steps >= (self.evals + 1) * config.eval_every
-                or self.env_steps >= config.total_steps):
+        if evaluation_due(self.env_steps, self.history.eval_steps, config.eval_every,
+                          config.total_steps):
             obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
             mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config,
                                     self.evals, make_actor_critic(obs_dim, n_actions,

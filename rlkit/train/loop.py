@@ -21,7 +21,7 @@ import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
-from rlkit.core.common import check_finite, eval_seed
+from rlkit.core.common import check_finite, eval_seed, evaluation_due
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm
 from rlkit.core.validation import FLAG, check_value, require_instance
@@ -145,7 +145,8 @@ def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
                             save(periodic=True)
                     if step % 1000 < n:
                         flush_losses()
-                    if step % config.eval_every < n or step >= config.total_steps:
+                    if evaluation_due(step, history.eval_steps, config.eval_every,
+                                      config.total_steps):
                         returns = evaluate_greedily(algo, net, len(history.eval_steps))
                         eval_return = float(returns.mean())
                         history.log_eval(step, clock(), eval_return, float(returns.std()))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlkit.algos.a2c import A2CConfig, greedy_eval
-from rlkit.core.common import next_multiple
+from rlkit.core.common import evaluation_due
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.validation import COUNT, FLAG, build, check_value, int_rule, require_instance
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker
@@ -71,9 +71,8 @@ def train_a2c(config: A2CConfig, max_steps: int | None = None, evaluate: bool = 
         for ret in message.episode_returns:
             history.log_episode(env_steps, time.perf_counter() - start, ret)
         history.log_loss(env_steps, message.loss)
-        last = history.eval_steps[-1] if history.eval_steps else 0
-        if evaluate and (env_steps >= next_multiple(last, config.eval_every)
-                         or env_steps >= budget):
+        if evaluate and evaluation_due(env_steps, history.eval_steps, config.eval_every,
+                                       budget):
             eval_return, std = greedy_eval(weights.weights, worker.runner.obs_dim,
                                            worker.runner.action_dim, config,
                                            len(history.eval_steps))
@@ -194,9 +193,8 @@ class GradientServerRun(DriverRun):
     def maybe_evaluate(self) -> None:
         """A greedy evaluation, in the driver, every ``eval_every`` env steps and at the end."""
         cfg, evals = self.config, len(self.history.eval_steps)
-        last = self.history.eval_steps[-1] if evals else 0
-        if self.evaluate_on and (self.env_steps >= next_multiple(last, cfg.eval_every)
-                                 or self.env_steps >= self.total_steps):
+        if self.evaluate_on and evaluation_due(self.env_steps, self.history.eval_steps,
+                                               cfg.eval_every, self.total_steps):
             weights = self.supervisor.get(self.weights_ref, "gradient server",
                                           "sending its weights").weights
             mean, std = greedy_eval(weights, *self.sizes, cfg, evals)

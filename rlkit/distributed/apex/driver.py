@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rlkit.algos.apex import ApexAlgorithm, ApexDDPG, ApexDQN
-from rlkit.core.common import eval_seed, next_multiple
+from rlkit.core.common import eval_seed, evaluation_due
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, require_instance
@@ -238,9 +238,8 @@ class ApexRun(DriverRun):
                 self.parked_seconds += time.perf_counter() - since
                 del self.parked[i]
                 self.collect(i)
-        due = next_multiple(self.history.eval_steps[-1] if self.history.eval_steps else 0,
-                            cfg.eval_every)
-        if not self.evaluating and self.weights and self.weights_steps >= due:
+        if not self.evaluating and self.weights and evaluation_due(
+                self.weights_steps, self.history.eval_steps, cfg.eval_every):
             self.launch_evaluation()
 
     def launch_evaluation(self) -> None:

@@ -21,7 +21,7 @@ from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.algos.policy_heads import make_actor_critic
 from rlkit.algos.on_policy import algorithm_name, config_action_kind
 from rlkit.algos.ppo import PPOConfig
-from rlkit.core.common import next_multiple
+from rlkit.core.common import evaluation_due
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
 from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLearnerReport,
@@ -248,9 +248,8 @@ class ImpalaRun(DriverRun):
         so far trained, once per ``eval_every`` consumed env steps and at the end of the
         budget; its seconds are added up in ``eval_seconds``."""
         config, evals = self.config, len(self.history.eval_steps)
-        last = self.history.eval_steps[-1] if evals else 0
-        if not (self.env_steps >= next_multiple(last, config.eval_every)
-                or self.env_steps >= config.total_steps):
+        if not evaluation_due(self.env_steps, self.history.eval_steps, config.eval_every,
+                              config.total_steps):
             return
         begin = time.perf_counter()
         mean, std = greedy_eval(self.weights, self.obs_dim, self.n_actions, config, evals,
