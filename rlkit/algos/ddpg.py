@@ -19,7 +19,7 @@ from rlkit.algos.ddpg_td import (DDPGPriorityModel, ddpg_actor_loss,  # noqa: F4
                                  ddpg_critic_loss, ddpg_networks, ddpg_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
-from rlkit.algos.sac import deterministic_batch_policy
+from rlkit.algos.actor_specs import ActorCriticSpec
 from rlkit.core.common import polyak_update
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
@@ -27,8 +27,8 @@ from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_sta
 from rlkit.core.types import BatchPolicy, Weights
 from rlkit.core.validation import (SEED_MAX, Validated, integer, layers, number,
                                    text)
-from rlkit.envs.make import ActionKind, check_env_id, space_dims
-from rlkit.replay.buffers import TensorReplayBuffer, require_replay_settings
+from rlkit.envs.make import check_env_id, space_dims
+from rlkit.replay.buffers import require_replay_settings
 
 
 @dataclass(frozen=True)
@@ -186,20 +186,13 @@ def gaussian_exploration_policy(actor: DeterministicActor, rng: np.random.Genera
     return act
 
 
-class DDPGSpec:
+class DDPGSpec(ActorCriticSpec):
     """DDPG as an :class:`rlkit.core.types.OffPolicyAlgorithm`: behaviour is the actor plus Gaussian
-    noise (uniform-random during the warm-up), evaluation the actor alone; the buffer lives on
-    the learner's device, as SAC's."""
+    noise (uniform-random during the warm-up); the rest is
+    :class:`~rlkit.algos.actor_specs.ActorCriticSpec`'s."""
 
     name = "DDPG"
-    action_kind: ActionKind = "continuous"
-
-    def __init__(self, config: DDPGConfig) -> None:
-        self.config = config
-
-    def random_action_prob(self, env_steps: int) -> float:
-        """1 during the system-wide warm-up (``learning_starts`` env steps), then 0."""
-        return 1.0 if env_steps < self.config.learning_starts else 0.0
+    learner_class = DDPGLearner
 
     def noise_std(self, env: gym.Env) -> np.ndarray:
         """``(act_dim,)`` exploration noise std: ``noise_sigma * (high - low) / 2``."""
@@ -216,24 +209,3 @@ class DDPGSpec:
         space = env.action_space
         return gaussian_exploration_policy(net, rng, space.low, space.high, self.noise_std(env),
                                            random_action_prob)
-
-    def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
-        return deterministic_batch_policy(net)
-
-    @staticmethod
-    def policy_network_of(learner: DDPGLearner) -> nn.Module:
-        """The learner's network that acts (a single process acts with it directly)."""
-        return learner.actor
-
-    def make_learner(self, env: gym.Env, device: torch.device) -> DDPGLearner:
-        space = env.action_space
-        return DDPGLearner(*space_dims(env), space.low, space.high, self.config, device)
-
-    def make_buffer(self, env: gym.Env, device: torch.device) -> TensorReplayBuffer:
-        obs_dim, act_dim = space_dims(env)
-        return TensorReplayBuffer(self.config.buffer_size, obs_dim, act_dim, device,
-                                  seed=self.config.seed + 1)
-
-    @staticmethod
-    def loss_of(metrics: dict[str, Any]) -> Any:
-        return metrics["critic_loss"]

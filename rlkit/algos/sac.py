@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlkit.algos.actor_specs import ActorCriticSpec
 from rlkit.core.common import bootstrap_target, polyak_update
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
@@ -24,8 +25,8 @@ from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_st
 from rlkit.core.types import BatchPolicy, TensorBatch, Weights
 from rlkit.core.validation import (SEED_MAX, Validated, flag, integer, layers, number,
                                    text)
-from rlkit.envs.make import ActionKind, check_env_id, space_dims
-from rlkit.replay.buffers import TensorReplayBuffer, require_replay_settings
+from rlkit.envs.make import check_env_id, space_dims
+from rlkit.replay.buffers import require_replay_settings
 
 
 @dataclass(frozen=True)
@@ -235,29 +236,13 @@ def sac_exploration_policy(actor: SquashedGaussianActor, rng: np.random.Generato
     return act
 
 
-def deterministic_batch_policy(actor: SquashedGaussianActor) -> BatchPolicy:
-    """``(N, obs_dim)`` -> ``(N, act_dim)`` mean actions, for :func:`evaluate_policy`."""
-
-    def act(obs: np.ndarray) -> np.ndarray:
-        return actor.deterministic(torch.as_tensor(obs, dtype=torch.float32)).numpy()
-
-    return act
-
-
-class SACSpec:
+class SACSpec(ActorCriticSpec):
     """SAC as an :class:`rlkit.core.types.OffPolicyAlgorithm`: behaviour samples from the
-    squashed-Gaussian actor (uniform-random during the warm-up); the learner's buffer lives on
-    the learner's device."""
+    squashed-Gaussian actor (uniform-random during the warm-up); the rest is
+    :class:`~rlkit.algos.actor_specs.ActorCriticSpec`'s."""
 
     name = "SAC"
-    action_kind: ActionKind = "continuous"
-
-    def __init__(self, config: SACConfig) -> None:
-        self.config = config
-
-    def random_action_prob(self, env_steps: int) -> float:
-        """1 during the system-wide warm-up (``learning_starts`` env steps), then 0."""
-        return 1.0 if env_steps < self.config.learning_starts else 0.0
+    learner_class = SACLearner
 
     def make_policy_network(self, env: gym.Env) -> nn.Module:
         obs_dim, act_dim = space_dims(env)
@@ -268,24 +253,3 @@ class SACSpec:
                            random_action_prob: Callable[[], float]) -> BatchPolicy:
         space = env.action_space
         return sac_exploration_policy(net, rng, space.low, space.high, random_action_prob)
-
-    def evaluation_policy(self, net: nn.Module) -> BatchPolicy:
-        return deterministic_batch_policy(net)
-
-    @staticmethod
-    def policy_network_of(learner: SACLearner) -> nn.Module:
-        """The learner's network that acts (a single process acts with it directly)."""
-        return learner.actor
-
-    def make_learner(self, env: gym.Env, device: torch.device) -> SACLearner:
-        space = env.action_space
-        return SACLearner(*space_dims(env), space.low, space.high, self.config, device)
-
-    def make_buffer(self, env: gym.Env, device: torch.device) -> TensorReplayBuffer:
-        obs_dim, act_dim = space_dims(env)
-        return TensorReplayBuffer(self.config.buffer_size, obs_dim, act_dim, device,
-                                  seed=self.config.seed + 1)
-
-    @staticmethod
-    def loss_of(metrics: dict[str, Any]) -> Any:
-        return metrics["critic_loss"]
