@@ -33,6 +33,10 @@ def test_ppo_on_ray_is_on_policy_and_solves(ray_cluster):
     assert result.solved and result.eval_return >= 475
     assert result.policy_lags and set(result.policy_lags) == {0}  # every batch on-policy
     assert len(result.policy_lags) == result.updates * PPO.batch_fragments
+    # the learner's diagnostics travel in its reports, one per update, as in one process
+    assert len(result.diagnostics["approx_kl"]) == result.updates
+    assert all(kl >= 0 for kl in result.diagnostics["approx_kl"])
+    assert all(0 <= f <= 1 for f in result.diagnostics["clip_fraction"])
     assert wait_until_no_actors() == []
 
 
@@ -54,6 +58,7 @@ def test_appo_with_a_learner_group_of_two(ray_cluster):
     result = train_appo_ray(config, num_learners=2)
     assert result.env_steps >= 6_000 and result.updates >= 6_000 // config.steps_per_batch
     assert set(result.placement) >= {"learner 0", "learner 1"}
+    assert len(result.diagnostics["clip_fraction"]) == result.updates  # the ranks' mean
     assert wait_until_no_actors() == []
 
 

@@ -53,8 +53,9 @@ class IMPALAResult(RunResult):
         learner_busy_seconds: Seconds the learner spent updating and publishing (Ray only).
         learner_wait_seconds: Seconds the learner spent waiting for batches (Ray only).
         eval_seconds: Seconds the driver spent in greedy evaluations (Ray only).
-        diagnostics: Per update, each metric the learner returned besides the loss (one
-            process only; PPO's ``approx_kl`` and ``clip_fraction`` among them).
+        diagnostics: Per update, each metric the learner returned besides the loss (PPO's
+            ``approx_kl`` and ``clip_fraction`` among them; a learner group's averaged over its
+            ranks; on Ray, the updates of this run, not restored by a resume).
         checkpoint: The last checkpoint written, or ``None``.
     """
 

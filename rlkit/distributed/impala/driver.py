@@ -112,6 +112,7 @@ class ImpalaRun(DriverRun):
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()
         self.lags: list[int] = []
+        self.diagnostics: dict[str, list[float]] = {}
         self.weights: Weights = {}
         self.busy = self.learner_wait = self.eval_seconds = 0.0
         self.steps_base = self.env_steps  # the ranks count the steps they consume from here
@@ -167,12 +168,14 @@ class ImpalaRun(DriverRun):
         self.ask_learners("train", [UPDATES_PER_CALL], "training", self.on_group_report)
 
     def on_group_report(self, reports: list[ImpalaLearnerReport]) -> None:
-        """Every rank's report of one call, merged into the group's."""
+        """Every rank's report of one call, merged into the group's (its metrics averaged)."""
         self.on_learner_report(ImpalaLearnerReport(
             sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
             [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
             reports[0].updates, max(r.busy_seconds for r in reports),
-            max(r.wait_seconds for r in reports), reports[0].weights))
+            max(r.wait_seconds for r in reports), reports[0].weights,
+            {k: np.mean([r.diagnostics[k] for r in reports], axis=0).tolist()
+             for k in reports[0].diagnostics}))
 
     def learner_restart_under_way(self, under_way: bool) -> None:
         """Tell the queue (see :meth:`TrajectoryQueue.learner_restart`)."""
@@ -238,15 +241,16 @@ class ImpalaRun(DriverRun):
         for ret in report.episode_returns:
             self.history.log_episode(self.env_steps, now, ret)
         self.history.log_loss(self.env_steps, report.loss)
+        for key, values in report.diagnostics.items():
+            self.diagnostics.setdefault(key, []).extend(values)
         self.weights = report.weights  # the policy the recorded env steps trained
         self.maybe_save(self.updates)
         self.ask_learner()
         self.maybe_evaluate()
 
     def maybe_evaluate(self) -> None:
-        """A greedy evaluation, here in the driver, of the weights that the env steps consumed
-        so far trained, once per ``eval_every`` consumed env steps and at the end of the
-        budget; its seconds are added up in ``eval_seconds``."""
+        """A greedy evaluation, in the driver, of the weights the consumed env steps trained,
+        when :func:`evaluation_due` says; its seconds add up in ``eval_seconds``."""
         config, evals = self.config, len(self.history.eval_steps)
         if not evaluation_due(self.env_steps, self.history.eval_steps, config.eval_every,
                               config.total_steps):
@@ -285,7 +289,7 @@ class ImpalaRun(DriverRun):
             worker_restarts=self.supervisor.restart_count("worker"), policy_lags=self.lags,
             queue_high_water=self.queue.high_water, actor_wait_seconds=self.queue.wait_seconds,
             learner_busy_seconds=self.busy, learner_wait_seconds=self.learner_wait,
-            eval_seconds=self.eval_seconds)
+            eval_seconds=self.eval_seconds, diagnostics=self.diagnostics)
         if result.mean_policy_lag > WARN_QUEUE_UPDATES:  # measured, whatever the config promised
             text = (f"the mean policy lag was {result.mean_policy_lag:.1f} updates (max "
                     f"{result.max_policy_lag}): V-trace clipped most importance weights. Fix: "

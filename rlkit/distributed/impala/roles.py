@@ -50,6 +50,8 @@ class ImpalaLearnerReport(NamedTuple):
         wait_seconds: Time spent waiting for batches.
         weights: The weights after the last update, so the driver evaluates exactly the policy
             these env steps trained (a newer version may already be published).
+        diagnostics: Per update, each metric the learner returned besides the loss (PPO's
+            ``approx_kl`` and ``clip_fraction`` among them).
     """
 
     env_steps: int
@@ -60,6 +62,7 @@ class ImpalaLearnerReport(NamedTuple):
     busy_seconds: float
     wait_seconds: float
     weights: Weights
+    diagnostics: dict[str, list[float]]
 
 
 class ImpalaActor:
@@ -190,6 +193,7 @@ class ImpalaLearner(SavesLearner, GroupMember):
             An :class:`ImpalaLearnerReport`.
         """
         env_steps, returns, lags, loss, busy, wait = 0, [], [], 0.0, 0.0, 0.0
+        diagnostics: dict[str, list[float]] = {}
         for _ in range(num_updates):
             asked = time.perf_counter()
             batch = call(self.queue, "get_batch", self.config.batch_fragments // self.world_size,
@@ -202,9 +206,13 @@ class ImpalaLearner(SavesLearner, GroupMember):
             steps = sum(f.num_steps for f in batch)
             env_steps += steps
             returns += [r for f in batch for r in f.episode_returns]
-            loss = self.learner.update(batch)["loss"]
+            metrics = self.learner.update(batch)
+            loss = metrics.pop("loss")
+            for key, value in metrics.items():
+                diagnostics.setdefault(key, []).append(float(value))
             self.consumed += steps
             self.publish()
             busy += time.perf_counter() - start
         return ImpalaLearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,
-                                   wait, self.learner.get_weights() if self.rank == 0 else {})
+                                   wait, self.learner.get_weights() if self.rank == 0 else {},
+                                   diagnostics)
