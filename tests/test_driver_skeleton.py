@@ -128,6 +128,41 @@ def test_a_solved_run_launches_nothing_more():
     assert list(run.pending) == ["fragment 2"]  # launched before the solve; nothing after
 
 
+def test_the_skeleton_records_a_span_per_call_and_per_event_it_handles():
+    """Every launched call gets a span of its role from launch to answer, every handled answer
+    a span of the driver; a call still in flight at the end is marked unfinished."""
+    from rlkit.core.timeline import DRIVER, Span, busy_seconds
+    from rlkit.distributed.runtime.driver import DriverRun
+
+    class Run(DriverRun):
+        def __init__(self):
+            super().__init__(RunOptions(), total_steps=3, name="test", algorithm="test",
+                             config=SMALL_DQN)
+            self.supervisor = _Calls()
+
+        def schedule(self):
+            self.expect(f"fragment {self.env_steps}", "worker 0", self.on_fragment)
+
+        def on_fragment(self, ref):
+            self.env_steps += 1
+
+        def done(self):
+            return self.env_steps >= self.total_steps
+
+    run = Run()
+    run.train()
+    spans = run.timeline.timeline()
+    calls = [s for s in spans if s.role == "worker 0"]
+    assert [s.what for s in calls] == ["fragment"] * 4 and calls[-1].end is None  # in flight
+    assert all(s.start <= s.end for s in spans if s.end is not None)
+    assert [s.what for s in spans if s.role == DRIVER] == ["fragment"] * 3
+    # the union of a role's spans, by hand: [0, 2] and [1, 3] overlap, [5, 6] does not
+    hand = [Span("learner", "x", 0.0, 2.0), Span("learner", "x", 1.0, 3.0),
+            Span("learner", "x", 5.0, 6.0), Span("worker 0", "x", 4.0, None)]
+    assert busy_seconds(hand) == {"learner": 4.0}
+    assert busy_seconds(hand, until=7.0) == {"learner": 4.0, "worker 0": 3.0}
+
+
 def test_a_role_lost_with_its_node_is_named_with_every_role_that_node_took(monkeypatch):
     """A learner's node that dies takes the worker the plan put beside it: the error names the
     learner, its node, and the worker as lost with it; a worker on a node still alive is not

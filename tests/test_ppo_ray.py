@@ -37,6 +37,16 @@ def test_ppo_on_ray_is_on_policy_and_solves(ray_cluster):
     assert len(result.diagnostics["approx_kl"]) == result.updates
     assert all(kl >= 0 for kl in result.diagnostics["approx_kl"])
     assert all(0 <= f <= 1 for f in result.diagnostics["clip_fraction"])
+    # the run's timeline: each learner call spans its execution, so the union of the learner's
+    # spans holds every second the learner reports busy; none ends after the clock stopped
+    from rlkit.core.timeline import busy_seconds
+
+    assert {"driver", "learner", "worker 0", "worker 1"} <= {s.role for s in result.timeline}
+    assert all(s.start <= s.end <= result.wall_seconds for s in result.timeline if s.end)
+    learner_busy = busy_seconds(result.timeline)["learner"]
+    print(f"learner busy {result.learner_busy_seconds:.1f} s; its calls spanned "
+          f"{learner_busy:.1f} s of {result.wall_seconds:.1f} s")
+    assert result.learner_busy_seconds <= learner_busy <= result.wall_seconds
     assert wait_until_no_actors() == []
 
 

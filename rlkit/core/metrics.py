@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlkit.core.timeline import Span
 from rlkit.core.types import Weights
 
 
@@ -78,6 +79,8 @@ class RunResult:
         worker_restarts: Workers replaced after a failure.
         placement: ``{role: node id}``: the node each role's actor started on (read from
             Ray once all were up; a replacement's node is in ``history.events``).
+        timeline: Every call the driver made and every answer it handled, as
+            :class:`~rlkit.core.timeline.Span` s in the run's clock (:mod:`rlkit.core.timeline`).
     """
 
     history: History
@@ -90,6 +93,7 @@ class RunResult:
     startup_seconds: float = 0.0
     worker_restarts: int = 0
     placement: dict[str, str] = field(default_factory=dict)
+    timeline: list[Span] = field(default_factory=list)
 
 
 def repo_root() -> Path:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlkit.core.common import resume_generation
 from rlkit.core.metrics import History, RunResult
+from rlkit.core.timeline import TimelineRecorder, handler_name
 from rlkit.core.validation import fail
 from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.learner_calls import LearnerCalls
@@ -103,6 +104,7 @@ class DriverRun(LearnerCalls):
         self.bar = ProgressBar(False, total_steps, 0, name)
         self.start_time = time.perf_counter()
         self.clock_offset = 0.0  # a resumed run's seconds before its checkpoint
+        self.timeline = TimelineRecorder(self.clock)  # every call and event, for the result
         if self.resumed is not None:
             self.env_steps, self.clock_offset = self.resumed.env_steps, self.resumed.wall_seconds
             self.history.events.append(f"step {self.env_steps}: resumed from "
@@ -236,12 +238,13 @@ class DriverRun(LearnerCalls):
         finally:
             self.bar.close(self.solved, eval=f"{self.eval_return:.0f}")
         result = self.result()
-        result.placement = self.placement
+        result.placement, result.timeline = self.placement, self.timeline.timeline()
         return result
 
     def expect(self, ref: ObjectRef, role: str, handler: Handler) -> None:
         """Register a call in flight: when ``ref`` is ready, ``handler(ref)`` runs."""
         self.pending[ref] = (role, handler)
+        self.timeline.launched(ref, role, handler_name(handler))
 
     def train(self) -> None:
         """Wait for the next finished call, dispatch it, schedule; until done. Once a run is
@@ -251,10 +254,12 @@ class DriverRun(LearnerCalls):
         while self.pending and not self.done():
             ref = self.supervisor.wait_one(list(self.pending), self.waiting_for)
             _, handler = self.pending.pop(ref)
+            begin = self.timeline.answered(ref)
             handler(ref)
             self.supervisor.inject_faults(self.env_steps)
             if not self.solved:
                 self.schedule()
+            self.timeline.handled(handler_name(handler), begin)
             self.bar.update(self.env_steps, ret=f"{self.history.recent_return():.0f}",
                             eval=f"{self.eval_return:.0f}")
 
@@ -264,6 +269,7 @@ class DriverRun(LearnerCalls):
         while refs := [r for r, (who, _) in self.pending.items() if who == role]:
             _, handler = self.pending.pop(refs[0])
             handler(refs[0])
+            self.timeline.answered(refs[0])
 
     def settle(self, roles: list[str], timeout: float) -> None:
         """Wait (at most ``timeout`` s) for the calls of ``roles`` in flight, unhandled."""

@@ -1,0 +1,83 @@
+"""A run's timeline: when each role was busy with a call the driver made, and when the driver
+itself handled what came back. Recorded by the driver skeleton
+(:class:`~rlkit.distributed.runtime.driver.DriverRun`) for every pattern, in the run's own clock
+(seconds of training, as ``History``), and returned as ``RunResult.timeline``.
+
+A span of a role runs from the moment the driver launched the call to the moment it took the
+answer: the role's work plus the time the answer waited for the driver (a call's own start is
+not visible from the driver). Spans of one role can overlap (two learner calls in flight); its
+busy time is the union of its spans (:func:`busy_seconds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import NamedTuple
+
+#: The lane of the driver's own work (handling an answer, scheduling what is due).
+DRIVER = "driver"
+
+
+class Span(NamedTuple):
+    """One call of ``role`` (``what``: the handler that took its answer), from ``start`` to
+    ``end`` in seconds of the run's clock; ``end`` is ``None`` for a call still in flight when
+    the run ended."""
+
+    role: str
+    what: str
+    start: float
+    end: float | None
+
+
+class TimelineRecorder:
+    """Collects the spans of one run: :meth:`launched` when a call goes out, :meth:`answered`
+    when its answer is taken, :meth:`handled` around the driver's own work."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.spans: list[Span] = []
+        self.open: dict[Hashable, tuple[str, str, float]] = {}
+
+    def launched(self, ref: Hashable, role: str, what: str) -> None:
+        self.open[ref] = (role, what, self.clock())
+
+    def answered(self, ref: Hashable) -> float:
+        """Close the span of ``ref``; returns the time (the driver's work starts there)."""
+        now = self.clock()
+        if ref in self.open:
+            role, what, start = self.open.pop(ref)
+            self.spans.append(Span(role, what, start, now))
+        return now
+
+    def handled(self, what: str, start: float) -> None:
+        self.spans.append(Span(DRIVER, what, start, self.clock()))
+
+    def timeline(self) -> list[Span]:
+        """Every span by start time, the calls still in flight last seen with ``end=None``."""
+        unfinished = [Span(role, what, start, None) for role, what, start in self.open.values()]
+        return sorted(self.spans + unfinished, key=lambda span: span.start)
+
+
+def busy_seconds(spans: Sequence[Span], until: float | None = None) -> dict[str, float]:
+    """``{role: seconds}`` covered by the union of the role's spans (an unfinished one counts
+    up to ``until``, or not at all without it)."""
+    by_role: dict[str, list[tuple[float, float]]] = {}
+    for span in spans:
+        end = span.end if span.end is not None else until
+        if end is not None:
+            by_role.setdefault(span.role, []).append((span.start, end))
+    busy = {}
+    for role, intervals in by_role.items():
+        total, reach = 0.0, float("-inf")
+        for start, end in sorted(intervals):
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        busy[role] = total
+    return busy
+
+
+def handler_name(handler: Callable[..., object]) -> str:
+    """``on_fragment`` -> ``"fragment"``; a lambda or a partial -> ``"call"``."""
+    name = getattr(handler, "__name__", "call")
+    return "call" if name == "<lambda>" else name.removeprefix("on_")
