@@ -1,4 +1,7 @@
-"""The notebooks' printing helpers: configs wrapped between fields, resources in GiB."""
+"""The notebooks' printing and drawing helpers: configs wrapped between fields, resources in GiB,
+a run's timeline."""
+
+import pytest
 
 from rlkit.algos.dqn import DQNConfig
 from rlkit.notebook.source import config_text, resources_text
@@ -31,3 +34,25 @@ def test_results_are_written_at_the_repository_root():
     root = metrics.repo_root()
     assert (root / "rlkit" / "__init__.py").exists() and (root / "notebooks").is_dir()
     assert root == Path(__file__).resolve().parents[1]
+
+
+def test_a_timeline_draws_a_lane_per_role_in_order_and_its_busy_fractions_add_up():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rlkit.core.timeline import Span
+    from rlkit.notebook.timeline_plot import busy_fractions, lane_order, plot_timeline
+
+    spans = [Span("worker 10", "fragment", 0.0, 1.0), Span("worker 2", "fragment", 0.5, 2.0),
+             Span("learner", "train", 1.0, 3.0), Span("driver", "fragment", 1.0, 1.1),
+             Span("evaluator", "evaluation", 2.0, None)]
+    assert lane_order({s.role for s in spans}) == ["driver", "learner", "evaluator", "worker 2",
+                                                   "worker 10"]
+    assert busy_fractions(spans, 4.0) == pytest.approx({
+        "driver": 0.025, "learner": 0.5, "evaluator": 0.5, "worker 2": 0.375,
+        "worker 10": 0.25})  # the evaluator's call, unfinished, counts to the end
+    ax = plot_timeline(spans, wall_seconds=4.0)
+    assert [t.get_text() for t in ax.get_yticklabels()] == lane_order({s.role for s in spans})
+    bars = [c for c in ax.collections if len(c.get_paths())]
+    assert sum(len(c.get_paths()) for c in bars) == 5  # one bar per span
+    assert ax.get_xlim() == (0.0, 4.0)
