@@ -99,6 +99,16 @@ def actor_processes(*class_names: str) -> list[str]:
     return [t for t in our_ray_processes() if any(c in t for c in class_names)]
 
 
+def check_timeline(result, roles: set[str]) -> None:
+    """A Ray run's result carries its timeline (``rlkit.core.timeline``): the driver's lane and
+    a lane for each of ``roles``; spans in start order, in the run's clock, none ending before
+    it starts."""
+    spans = result.timeline
+    assert {"driver", *roles} <= {s.role for s in spans}, {s.role for s in spans}
+    assert [s.start for s in spans] == sorted(s.start for s in spans)
+    assert all(0 <= s.start <= s.end for s in spans if s.end is not None)
+
+
 def wait_until_no_actors(seconds: float = 30.0) -> list[str]:
     """Poll until no process of our actor classes is left (a killed process takes a moment
     to exit); return what is left after ``seconds``.

@@ -15,7 +15,7 @@ from rlkit.distributed.apex.shards import LocalShards, ReplayShard
 from rlkit.distributed.runtime.parameter_server import LocalChannel, ParameterServer
 from rlkit.envs.evaluation import evaluate_policy
 
-from conftest import wait_until_no_actors
+from conftest import check_timeline, wait_until_no_actors
 
 SMALL_DQN = DQNConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600,
                       eval_every=300, eval_episodes=2, buffer_size=2_000)
@@ -116,6 +116,7 @@ def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster
     assert result.env_steps >= 600 and result.updates > 0
     assert len(result.shard_sizes) == 2 and min(result.shard_sizes) > 0
     assert result.worker_restarts == 1 and "worker 0 failed" in result.history.events[0]
+    check_timeline(result, {"worker 0", "worker 1", "learner", "evaluator"})
     assert result.history.eval_steps and result.priority_histograms
     # the run ends with an evaluation of exactly the weights it returns
     q = QNetwork(4, 2, SMALL_DQN.hidden)

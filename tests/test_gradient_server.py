@@ -12,7 +12,7 @@ from rlkit.distributed.a3c.driver import train_a2c, train_a2c_ray, train_a3c_ray
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker, ServerStats
 from rlkit.testing import faulty_envs
 
-from conftest import actor_processes
+from conftest import actor_processes, check_timeline
 
 SMALL = A2CConfig(envs_per_worker=2, n_steps=20, hidden=(16, 16))  # 40 env steps per gradient
 
@@ -145,6 +145,7 @@ def test_a2c_one_worker_under_ray_equals_single_process(ray_cluster):
     for k, v in local.weights.items():
         np.testing.assert_array_equal(v, ray_run.weights[k])
     assert ray_run.staleness == [0] * ray_run.updates
+    check_timeline(ray_run, {"worker 0"})
 
 
 @pytest.mark.ray

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import our_ray_processes, wait_until_no_actors
+from conftest import check_timeline, our_ray_processes, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -83,6 +83,7 @@ def test_train_dqn_ray_short_run_holds_the_update_ratio(ray_cluster):
     assert len(result.history.episode_returns) > 10
     assert result.history.eval_steps and result.history.eval_steps[-1] == 3000
     assert np.isfinite(result.history.losses).all() and result.worker_restarts == 0
+    check_timeline(result, {"worker 0", "worker 1", "learner", "evaluator"})
 
 
 def test_a_solved_run_returns_the_weights_that_reached_the_target(ray_cluster):

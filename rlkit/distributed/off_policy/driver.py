@@ -68,13 +68,10 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     Faults: a failed worker or evaluator is restarted with a fresh seed (at most
     ``max_restarts`` times each, logged in ``history.events``); a failed learner stops the run
     with :class:`LearnerFailedError` naming the last checkpoint (or, with ``learner_restarts``,
-    restarts from it), a non-finite loss with ``FloatingPointError``, a silent actor with
+    restarts from it), a non-finite value with ``FloatingPointError``, a silent actor with
     ``TimeoutError`` naming its role. Every actor is killed before this returns, also after a
-    ``KeyboardInterrupt`` (which saves a checkpoint if ``checkpoint_dir`` is set).
-
-    ``wall_seconds`` counts from the moment all actors are up; ``startup_seconds`` is the time
-    they took to start. The roles are ``"worker i"``, ``"learner"``, ``"evaluator"`` and
-    ``"parameter server"``.
+    ``KeyboardInterrupt`` (which saves a checkpoint if ``checkpoint_dir`` is set). Roles:
+    ``"worker i"``, ``"learner"``, ``"evaluator"``, ``"parameter server"``.
 
     Learner group: ``num_learners=W`` starts ``"learner 0"`` ... ``"learner W-1"``, each
     keeping rows ``r::W`` of every fragment in a replay of ``buffer_size / W`` and sampling
@@ -168,6 +165,8 @@ class OffPolicyRun(DriverRun):
             due = updates_owed(self.env_steps, self.config, self.resumed)
             self.learner_calls.append([self.supervisor[role].add_and_train.remote(
                 batch_ref, due - self.updates) for role in self.learner_roles])
+            for ref, role in zip(self.learner_calls[-1], self.learner_roles):
+                self.timeline.launched(ref, role, "add_and_train")  # read in learner_result
             self.updates = due
         for episode_return in stats.episode_returns:
             self.history.log_episode(self.env_steps, self.clock(), episode_return)
@@ -192,6 +191,8 @@ class OffPolicyRun(DriverRun):
         except RoleFailedError as error:
             self.recover_learners(error)
             return
+        for ref in refs:
+            self.timeline.answered(ref)
         report = reports[0]._replace(seconds=max(r.seconds for r in reports),
                                      loss=float(np.mean([r.loss for r in reports])))
         self.learner_busy += report.seconds
