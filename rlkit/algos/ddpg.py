@@ -15,11 +15,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlkit.algos.actor_specs import ActorCriticSpec
 from rlkit.algos.ddpg_td import (DDPGPriorityModel, ddpg_actor_loss,  # noqa: F401 (re-exported)
                                  ddpg_critic_loss, ddpg_networks, ddpg_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
-from rlkit.algos.actor_specs import ActorCriticSpec
 from rlkit.core.common import polyak_update
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,

@@ -5,8 +5,8 @@ arithmetic, and config dicts."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import torch

@@ -27,9 +27,9 @@ from rlkit.core.types import Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.apex.roles import ApexLearner, ApexLearnerReport, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
-from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.driver import DriverRun
+from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel

@@ -26,9 +26,9 @@ from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
 from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLearnerReport,
                                             TrajectoryQueue)
-from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.failures import RoleFailedError
+from rlkit.distributed.runtime.learner_group import check_group_share
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import make_env, space_dims
