@@ -70,7 +70,7 @@ def main() -> None:
             key = f"{name}_{args.workers}_workers"
             runs[key] = {}
             for seed in seeds:
-                r = driver(A2CConfig(seed=seed), num_workers=args.workers)
+                r = driver(A2CConfig(seed=seed, num_workers=args.workers))
                 runs[key][str(seed)] = {
                     "solved": r.solved, "eval_return": r.eval_return,
                     "steps_to_solve": r.history.eval_steps[-1],
@@ -81,8 +81,8 @@ def main() -> None:
                     "staleness_mean": float(np.mean(r.staleness)),
                     "skipped_updates": r.skipped_updates}
                 print(key, seed, runs[key][str(seed)], flush=True)
-        flat = train_a3c_ray(A2CConfig(), num_workers=args.workers, evaluate=False,
-                             max_steps=args.throughput_steps)
+        flat = train_a3c_ray(A2CConfig(num_workers=args.workers, eval_every=None,
+                                       total_steps=args.throughput_steps))
         throughput = {"ceiling_steps_per_second": rollout_ceiling(A2CConfig(),
                                                                   args.ceiling_seconds),
                       "a3c_consumption_steps_per_second": flat.env_steps / flat.wall_seconds,

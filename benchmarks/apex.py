@@ -72,9 +72,10 @@ def main() -> None:
     tree = {"wide": tree_batches_per_second(args.tree_seconds),
             "binary": tree_batches_per_second(args.tree_seconds, fanout=2, top_size=1)}
     print("sum tree batches/s", tree, flush=True)
-    apex = ApexConfig()
-    configs = {"dqn": (ApexDQN, DQNConfig(total_steps=60_000, eval_every=2_500)),
-               "ddpg": (ApexDDPG, DDPGConfig(total_steps=20_000))}
+    apex = ApexConfig()  # 2 workers x 4 envs (the configs' shape below), 2 shards
+    shape = dict(envs_per_worker=4, fragment_steps=64)
+    configs = {"dqn": (ApexDQN, DQNConfig(total_steps=60_000, eval_every=2_500, **shape)),
+               "ddpg": (ApexDDPG, DDPGConfig(total_steps=20_000, **shape))}
     results: dict[str, dict] = {}
     init_ray()
     try:

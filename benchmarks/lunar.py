@@ -65,7 +65,8 @@ def main() -> None:
             config = dataclasses.replace(LUNAR_LANDER, seed=seed,
                                          total_steps=args.total_steps)
             begin = time.perf_counter()
-            r = train_sac_ray(config, num_workers=workers, progress=bool(os.isatty(1)))
+            r = train_sac_ray(dataclasses.replace(config, num_workers=workers),
+                              progress=bool(os.isatty(1)))
             history = r.history
             runs[str(seed)] = {
                 "solved": r.solved, "eval_return": r.eval_return,

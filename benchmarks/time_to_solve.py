@@ -13,6 +13,7 @@ set-up for both; the Ray actors' start-up is recorded separately as ``startup_se
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 
@@ -51,7 +52,7 @@ def main() -> None:
                         r = single(config)
                         extra = {}
                     else:
-                        r = distributed(config, num_workers=args.workers)
+                        r = distributed(dataclasses.replace(config, num_workers=args.workers))
                         extra = {"startup_seconds": r.startup_seconds, "device": r.device}
                     runs[key][str(seed)] = {"solved": r.solved, "eval_return": r.eval_return,
                                             "steps_to_solve": r.history.eval_steps[-1],

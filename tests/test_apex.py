@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -24,13 +26,23 @@ SMALL_DQN = DQNConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_
 @pytest.mark.parametrize("field,value,message", [
     ("n_step", 0, "n_step=0 must be an int >= 1"),
     ("alpha", 1.5, r"alpha=1.5 must be a finite number in \[0, 1\]"),
-    ("num_shards", 3, "num_shards=3 exceeds num_workers=2"),
-    ("fragment_steps", 30, "fragment_steps=30 is not a multiple of envs_per_worker=4"),
     ("beta_start", -0.1, "beta_start=-0.1 must be a finite number in"),
 ])
 def test_bad_apex_settings_name_the_field_and_the_fix(field, value, message):
     with pytest.raises(ValueError, match=message):
         ApexConfig(**{field: value})
+
+
+def test_the_workers_shape_is_the_algorithm_configs_and_checked_against_the_shards():
+    """Workers, envs and fragments are the DQN/DDPG config's (one source for every off-policy
+    driver); Ape-X's own config may not ask for more shards than there are workers."""
+    with pytest.raises(ValueError, match="fragment_steps=30 is not a multiple of "
+                                         "envs_per_worker=4. Fix: use 28"):
+        DQNConfig(envs_per_worker=4, fragment_steps=30)
+    with pytest.raises(ValueError, match=r"num_shards=3 exceeds DQNConfig.num_workers=2. Fix: "):
+        ApexDQN(DQNConfig(), ApexConfig(num_shards=3))
+    with pytest.raises(ValueError, match=r"num_shards=2 exceeds DDPGConfig.num_workers=1"):
+        ApexDDPG(DDPGConfig(num_workers=1), ApexConfig())
 
 
 def local_system(algo):
@@ -41,13 +53,13 @@ def local_system(algo):
     channel = LocalChannel(ParameterServer())
     learner = ApexLearner(algo, channel, shards)
     learner.publish()
-    workers = [ApexWorker(algo, i, channel, shards) for i in range(apex.num_workers)]
+    workers = [ApexWorker(algo, i, channel, shards) for i in range(algo.config.num_workers)]
     return shards, learner, workers
 
 
 def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_priorities():
-    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2,
-                                         fragment_steps=40, n_step=3))
+    algo = ApexDQN(dataclasses.replace(SMALL_DQN, envs_per_worker=2, fragment_steps=40),
+                   ApexConfig(num_shards=2, n_step=3))
     shards, learner, workers = local_system(algo)
     for _ in range(3):
         for w in workers:
@@ -84,7 +96,7 @@ def test_workers_prioritize_with_the_learners_weights_and_the_learner_updates_pr
 
 
 def test_the_ladder_is_dealt_across_workers():
-    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, envs_per_worker=4, fragment_steps=40))
+    algo = ApexDQN(dataclasses.replace(SMALL_DQN, envs_per_worker=4, fragment_steps=40))
     _, _, workers = local_system(algo)
     ladder = 0.4 ** (1 + 7 * np.arange(8) / 7)
     np.testing.assert_allclose(workers[0].rungs, ladder[0::2])
@@ -92,9 +104,9 @@ def test_the_ladder_is_dealt_across_workers():
 
 
 def test_apex_ddpg_roles_in_one_process():
-    cfg = DDPGConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600)
-    algo = ApexDDPG(cfg, ApexConfig(num_workers=1, num_shards=1, envs_per_worker=2,
-                                    fragment_steps=40))
+    cfg = DDPGConfig(hidden=(32, 32), batch_size=32, learning_starts=64, total_steps=600,
+                     num_workers=1, envs_per_worker=2, fragment_steps=40)
+    algo = ApexDDPG(cfg, ApexConfig(num_shards=1))
     shards = LocalShards([ReplayShard(1_000, 3, 1, 0.6, seed=0)])
     channel = LocalChannel(ParameterServer())
     learner = ApexLearner(algo, channel, shards)
@@ -110,8 +122,8 @@ def test_apex_ddpg_roles_in_one_process():
 def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster):
     from rlkit.distributed.apex.driver import train_apex_ray
 
-    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2,
-                                         fragment_steps=40, updates_per_call=8))
+    algo = ApexDQN(dataclasses.replace(SMALL_DQN, envs_per_worker=2, fragment_steps=40),
+                   ApexConfig(num_shards=2, updates_per_call=8))
     result = train_apex_ray(algo, kill_at={"worker 0": 200})
     assert result.env_steps >= 600 and result.updates > 0
     assert len(result.shard_sizes) == 2 and min(result.shard_sizes) > 0
@@ -134,8 +146,8 @@ def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster
 def test_more_shards_than_cpus_fails_before_any_actor_starts(ray_cluster):
     from rlkit.distributed.apex.driver import train_apex_ray
 
-    algo = ApexDQN(SMALL_DQN, ApexConfig(num_workers=3, num_shards=3, envs_per_worker=1,
-                                         fragment_steps=10))
+    algo = ApexDQN(dataclasses.replace(SMALL_DQN, num_workers=3, fragment_steps=10),
+                   ApexConfig(num_shards=3))
     with pytest.raises(ValueError, match="num_shards=3 is more than the cluster's 2 CPUs"):
         train_apex_ray(algo)
 

@@ -2,6 +2,8 @@
 production, modules and driver functions stay short (see docs/architecture.md)."""
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -111,10 +113,37 @@ def test_test_fixtures_are_not_imported_by_the_package():
     assert users == []
 
 
+def code_lines(text: str) -> int:
+    """Lines that hold code: not blank, not a comment, not part of a docstring (documentation
+    is never a reason to split a module)."""
+    docs: set[int] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                docs.update(range(first.lineno, first.end_lineno + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}
+    lines = set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type not in skip:
+            lines.update(n for n in range(tok.start[0], tok.end[0] + 1) if n not in docs)
+    return len(lines)
+
+
+def test_code_lines_count_code_only():
+    text = ('"""Module doc,\ntwo lines."""\n\n# a comment\ndef f(x):\n    """Doc."""\n'
+            '    return (x +\n            1)\n')
+    assert code_lines(text) == 3  # def, and the two lines of the return
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_modules_stay_small(module):
-    lines = len(MODULES[module].read_text().splitlines())
-    assert lines <= 300, f"{module} has {lines} lines; split it by responsibility"
+    """At most 220 lines of code a module (docstrings and comments do not count: a 300-line
+    cap on the whole file split classes whose documentation grew; issue 39)."""
+    lines = code_lines(MODULES[module].read_text())
+    assert lines <= 220, f"{module} has {lines} lines of code; split it by responsibility"
 
 
 #: The distributed drivers: each is a :class:`rlkit.distributed.runtime.driver.DriverRun`

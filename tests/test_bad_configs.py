@@ -17,7 +17,7 @@ import warnings
 import pytest
 
 from rlkit.algos.a2c import A2CConfig
-from rlkit.algos.apex import ApexConfig
+from rlkit.algos.apex import ApexConfig, ApexDQN
 from rlkit.algos.ddpg import DDPGConfig
 from rlkit.algos.dqn import DQNConfig
 from rlkit.algos.impala import IMPALAConfig
@@ -51,6 +51,7 @@ def hostile_values(rule: Rule) -> list:
         return bad
     return {"flag": ["false", 1, None], "text": ["", 3, None],
             "layers": [(), (64, 0), (64.0,), "64", (True,)], "path": [3, ""],
+            "env ids": ["CartPole-v1", [3, None], [""], {"worker 0": "CartPole-v1"}],
             "role steps": [[("worker 0", 5)], {"worker 0": -1}, {"worker 0": 2.5}, {3: 5}]
             }[rule.kind]
 
@@ -125,9 +126,10 @@ CROSS = [
     (lambda: IMPALAConfig(queue_size=10**6), r"queue_size=1000000 holds 125000 updates' worth"
      r".*Fix: keep queue_size <= 8 \* batch_fragments = 64"),
     (lambda: ApexConfig(sigma_min=0.6), r"sigma_min=0.6 is above sigma_max=0.5. Fix:"),
-    (lambda: ApexConfig(fragment_steps=30), r"fragment_steps=30 is not a multiple of "
-     r"envs_per_worker=4. Fix: use 28"),
-    (lambda: ApexConfig(num_shards=3), r"num_shards=3 exceeds num_workers=2. Fix:"),
+    (lambda: DQNConfig(envs_per_worker=4, fragment_steps=30), r"fragment_steps=30 is not a "
+     r"multiple of envs_per_worker=4. Fix: use 28"),
+    (lambda: ApexDQN(DQNConfig(), ApexConfig(num_shards=3)), r"num_shards=3 exceeds "
+     r"DQNConfig.num_workers=2. Fix:"),
     (lambda: A2CConfig(env_id="CartPole-v9"), r"env_id='CartPole-v9' is not a registered"),
     (lambda: IMPALAConfig(env_id="nope:Thing-v0"), r"env_id='nope:Thing-v0'.*Fix:"),
     (lambda: A2CConfig(gamma="0.99"), r"gamma='0.99' must be a finite number in \[0, 1\) "

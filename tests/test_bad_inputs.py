@@ -73,10 +73,11 @@ CASES = [
     ("SAC on an unbounded action box, under Ray", lambda ck: train_sac_ray(
         SACConfig(env_id=UNBOUNDED_PENDULUM)), ValueError,
      r"the action box low=\[-inf\], high=\[inf\] is unbounded.*Fix: wrap the env"),
-    ("more workers than the cluster has", lambda ck: train_dqn_ray(SMALL, num_workers=40),
+    ("more workers than the cluster has", lambda ck: train_dqn_ray(dataclasses.replace(
+        SMALL, num_workers=40)),
      ValueError, r"num_workers=40 is too many for a cluster of 1 node of 2 CPUs.*Fix: use at "
      r"most 20"),
-    ("no workers", lambda ck: train_dqn_ray(SMALL, num_workers=0), ValueError,
+    ("no workers", lambda ck: train_dqn_ray(dataclasses.replace(SMALL, num_workers=0)), ValueError,
      r"num_workers=0 must be an int >= 1. Fix:"),
     ("a GPU the cluster lacks", lambda ck: train_sac_ray(SACConfig(), learner_gpus=1),
      ValueError, r"learner_gpus=1 but no node has that many GPUs free.*Fix:"),
@@ -85,7 +86,8 @@ CASES = [
      r"buffer_size=10000000000 would need 447.0 GiB on cpu.*Fix: use buffer_size <= "),
     ("the same, single process", lambda ck: train_sac(SACConfig(buffer_size=10**10)),
      ValueError, r"buffer_size=10000000000 would need .* GiB.*Fix: use buffer_size <= "),
-    ("zero fragment size", lambda ck: train_dqn_ray(SMALL, fragment_steps=0), ValueError,
+    ("zero fragment size", lambda ck: train_dqn_ray(dataclasses.replace(
+        SMALL, fragment_steps=0)), ValueError,
      r"fragment_steps=0 must be an int >= 1. Fix:"),
     ("zero timeout", lambda ck: train_dqn_ray(SMALL, timeout_s=0), ValueError,
      r"timeout_s=0 must be a finite number >= 1 \(seconds\). Fix:"),
@@ -128,31 +130,32 @@ CASES = [
      ValueError, r"timeout_s='60' must be a finite number >= 1 .*\(got a str\). Fix:"),
     ("bool restarts for A3C", lambda ck: train_a3c_ray(A2CConfig(), max_restarts=True),
      ValueError, r"max_restarts=True must be an int >= 0 \(got a bool\). Fix:"),
-    ("A3C with no workers", lambda ck: train_a3c_ray(A2CConfig(), num_workers=0), ValueError,
+    ("A3C with no workers", lambda ck: train_a3c_ray(A2CConfig(num_workers=0)), ValueError,
      r"num_workers=0 must be an int >= 1. Fix:"),
-    ("A2C with a string worker count", lambda ck: train_a2c_ray(A2CConfig(), num_workers="2"),
+    ("A2C with a string worker count", lambda ck: train_a2c_ray(A2CConfig(num_workers="2")),
      ValueError, r"num_workers='2' must be an int >= 1 \(got a str\). Fix:"),
-    ("A3C with a zero step budget", lambda ck: train_a3c_ray(A2CConfig(), max_steps=0),
+    ("A3C with a zero step budget", lambda ck: train_a3c_ray(A2CConfig(total_steps=0)),
      ValueError, r"max_steps=0 must be an int >= 1 or None. Fix:"),
-    ("A3C with a string for evaluate", lambda ck: train_a3c_ray(A2CConfig(), evaluate="no"),
-     ValueError, r"evaluate='no' must be True or False"),
+    ("A3C with one env id where a list is meant", lambda ck: train_a3c_ray(A2CConfig(
+        worker_env_ids="CartPole-v1")), ValueError, r"worker_env_ids='CartPole-v1' must be a list "
+     r"holding an env id \(str\) or None per worker or None. Fix: use e.g. worker_env_ids="),
     ("A3C worker on an unknown env", lambda ck: train_a3c_ray(
-        A2CConfig(), num_workers=2, worker_env_ids=[None, "CartPole-v9"]), ValueError,
+        A2CConfig(worker_env_ids=[None, "CartPole-v9"])), ValueError,
      r"env_id='CartPole-v9' is not a registered gymnasium environment.*Fix:"),
     ("A3C worker on a continuous env", lambda ck: train_a3c_ray(
-        A2CConfig(), num_workers=2, worker_env_ids=[None, "Pendulum-v1"]), ValueError,
+        A2CConfig(worker_env_ids=[None, "Pendulum-v1"])), ValueError,
      r"A2C needs a discrete action space, but Pendulum-v1 has Box.*Fix:"),
     ("A3C worker on an env of other shapes", lambda ck: train_a2c_ray(
-        A2CConfig(), num_workers=2, worker_env_ids=[None, "Acrobot-v1"]), ValueError,
+        A2CConfig(worker_env_ids=[None, "Acrobot-v1"])), ValueError,
      r"worker_env_ids has 'Acrobot-v1', whose spaces \(6, 3\) differ.*Fix:"),
     ("A3C env ids for the wrong worker count", lambda ck: train_a3c_ray(
-        A2CConfig(), num_workers=2, worker_env_ids=["CartPole-v1"]), ValueError,
-     r"worker_env_ids has 1 entries for 2 workers. Fix:"),
+        A2CConfig(worker_env_ids=["CartPole-v1"])), ValueError,
+     r"worker_env_ids=\['CartPole-v1'\] has 1 entries for num_workers=2. Fix:"),
     ("IMPALA with more workers than the cluster holds", lambda ck: train_impala_ray(
         IMPALAConfig(num_workers=40)), ValueError,
      r"num_workers=40 is too many for a cluster of 1 node of 2 CPUs.*Fix: use at most 20 workers"),
     ("Ape-X workers beside shards past the cluster", lambda ck: train_apex_ray(ApexDQN(
-        SMALL, ApexConfig(num_workers=20, num_shards=2))), ValueError,
+        dataclasses.replace(SMALL, num_workers=20), ApexConfig(num_shards=2))), ValueError,
      r"num_workers=20 beside 2 shards is too many.*Fix: use at most 18 workers beside 2 shards"),
     ("a checkpoint folder inside a file", lambda ck: train_dqn_ray(
         SMALL, checkpoint_dir=ck / "checkpoint.pt" / "sub"), ValueError,
@@ -168,7 +171,7 @@ CASES = [
      r"progress='yes' must be True or False \(got a str\). Fix:"),
     ("single-process A2C given an IMPALAConfig", lambda ck: train_a2c(IMPALAConfig()),
      TypeError, r"train_a2c takes an A2CConfig as config, got IMPALAConfig. Fix:"),
-    ("single-process A2C with no steps", lambda ck: train_a2c(A2CConfig(), max_steps=0),
+    ("single-process A2C with no steps", lambda ck: train_a2c(A2CConfig(total_steps=0)),
      ValueError, r"max_steps=0 must be an int >= 1 or None. Fix:"),
     ("single-process IMPALA given an A2CConfig", lambda ck: train_impala(A2CConfig()),
      TypeError, r"train_impala takes an IMPALAConfig as config, got A2CConfig. Fix:"),

@@ -127,17 +127,18 @@ CASES = [
     # a Ray driver's run option given to a one-process trainer: refused naming the Ray driver
     ("train_dqn given num_learners", lambda: train_dqn(DQNConfig(), num_learners=2), TypeError,
      r"train_dqn got num_learners=2, which it does not take: it trains in this one process and "
-     r"takes checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from. Fix: drop "
+     r"takes progress, checkpoint_dir, checkpoint_every, checkpoint_buffer, resume_from. Fix: drop "
      r"num_learners, or.*call train_dqn_ray\(config, ...\)"),
     ("train_sac given a misspelt checkpoint_dir", lambda: train_sac(SACConfig(),
                                                                     chekpoint_dir="x"),
      TypeError, r"train_sac got chekpoint_dir='x'.*Fix: did you mean 'checkpoint_dir'\?"),
     ("train_ppo given num_learners", lambda: train_ppo(PPOConfig(), num_learners=2),
-     TypeError, r"train_ppo got num_learners=2.*takes checkpoint_dir, checkpoint_every, "
+     TypeError, r"train_ppo got num_learners=2.*takes progress, checkpoint_dir, checkpoint_every, "
      r"resume_from. Fix: drop num_learners.*train_ppo_ray\(config, ...\)"),
     ("train_ppo given checkpoint_buffer",
      lambda: train_ppo(PPOConfig(), checkpoint_buffer=False), TypeError,
-     r"train_ppo got checkpoint_buffer=False.*takes checkpoint_dir.*drop checkpoint_buffer"),
+     r"train_ppo got checkpoint_buffer=False.*takes progress, checkpoint_dir.*drop "
+     r"checkpoint_buffer"),
     ("train_impala given timeout_s", lambda: train_impala(IMPALAConfig(), timeout_s=5),
      TypeError, r"train_impala got timeout_s=5.*takes policy_lag, progress.*"
      r"train_impala_ray\(config, ...\)"),

@@ -1,6 +1,7 @@
 """The one driver skeleton: the options every driver shares, checked before any actor starts,
 and the same role vocabulary and result base in the four patterns."""
 
+import dataclasses
 import math
 
 import pytest
@@ -52,13 +53,48 @@ def _drivers():
     from rlkit.distributed.off_policy.driver import train_dqn_ray
 
     return {
-        "off-policy": lambda **o: train_dqn_ray(SMALL_DQN, num_workers=1, **o),
-        "apex": lambda **o: train_apex_ray(ApexDQN(SMALL_DQN, ApexConfig(num_workers=1,
-                                                                         num_shards=1)), **o),
-        "a3c": lambda **o: train_a3c_ray(A2CConfig(), num_workers=1, **o),
-        "a2c": lambda **o: train_a2c_ray(A2CConfig(), num_workers=1, **o),
+        "off-policy": lambda **o: train_dqn_ray(dataclasses.replace(SMALL_DQN, num_workers=1),
+                                                **o),
+        "apex": lambda **o: train_apex_ray(ApexDQN(dataclasses.replace(
+            SMALL_DQN, num_workers=1, envs_per_worker=4, fragment_steps=64),
+            ApexConfig(num_shards=1)), **o),
+        "a3c": lambda **o: train_a3c_ray(A2CConfig(num_workers=1), **o),
+        "a2c": lambda **o: train_a2c_ray(A2CConfig(num_workers=1), **o),
         "impala": lambda **o: train_impala_ray(IMPALAConfig(num_workers=1), **o),
     }
+
+
+def test_every_driver_is_called_the_same_way():
+    """One entry shape (issue 39): a Ray driver takes its config (the spec-level drivers,
+    ``train_ray`` and ``train_apex_ray``, the algorithm that holds it) and ``**options``, the
+    run options; the workers' count and shape live in the config. The one-process trainers
+    take the config and their options by keyword."""
+    import inspect
+
+    from rlkit.distributed.a3c import driver as a3c
+    from rlkit.distributed.apex import driver as apex
+    from rlkit.distributed.impala import driver as impala
+    from rlkit.distributed.off_policy import driver as off_policy
+    from rlkit.train import impala as one_impala
+    from rlkit.train import loop, ppo
+
+    def shape(fn):
+        return [(p.name if p.kind is not p.VAR_KEYWORD else "**", p.kind)
+                for p in inspect.signature(fn).parameters.values()]
+
+    drivers = {name: getattr(module, name) for module in (a3c, apex, impala, off_policy)
+               for name in dir(module) if name.startswith("train_") and name.endswith("ray")}
+    assert sorted(drivers) == ["train_a2c_ray", "train_a3c_ray", "train_apex_ray",
+                               "train_appo_ray", "train_dqn_ray", "train_impala_ray",
+                               "train_ppo_ray", "train_ray", "train_sac_ray"]
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    for name, fn in drivers.items():
+        first = "algo" if name in ("train_ray", "train_apex_ray") else "config"
+        assert shape(fn) == [(first, positional), ("**", inspect.Parameter.VAR_KEYWORD)], name
+    for fn in (loop.train_dqn, loop.train_sac, ppo.train_ppo):
+        assert shape(fn) == [("config", positional), ("**", inspect.Parameter.VAR_KEYWORD)]
+    assert all(kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
+               for _, kind in shape(one_impala.train_impala)[1:])
 
 
 @pytest.mark.ray

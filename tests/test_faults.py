@@ -28,15 +28,14 @@ CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps
 
 def test_killed_learner_names_itself_and_the_checkpoint_and_resume_works(ray_cluster, tmp_path):
     with pytest.raises(LearnerFailedError, match="learner actor failed") as info:
-        train_dqn_ray(CFG, num_workers=2, checkpoint_dir=tmp_path, checkpoint_every=200,
-                      kill_at={"learner": 2000})
+        train_dqn_ray(CFG, checkpoint_dir=tmp_path, checkpoint_every=200, kill_at={"learner": 2000})
     path = tmp_path / "checkpoint.pt"
     assert f"resume_from={str(path)!r}" in str(info.value)
     assert wait_until_no_actors() == []
     saved = load_checkpoint(path, "DQN", CFG)
     assert 500 < saved.env_steps <= 2100 and saved.updates > 0
 
-    result = train_dqn_ray(CFG, num_workers=2, resume_from=path)
+    result = train_dqn_ray(CFG, resume_from=path)
     assert result.env_steps == 3000
     assert result.updates == saved.updates + (3000 - saved.env_steps) // 2  # buffer restored
     n = len(saved.history.episode_returns)
@@ -49,7 +48,7 @@ def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
     # each CrashingCartPole instance raises at its 600th step: every worker fails, is
     # restarted with a fresh env, and training still collects its whole budget
     cfg = dataclasses.replace(CFG, env_id=CRASHING)
-    result = train_dqn_ray(cfg, num_workers=2, max_restarts=5)
+    result = train_dqn_ray(cfg, max_restarts=5)
     assert result.env_steps == 3000 and result.worker_restarts >= 2
     failures = [e for e in result.history.events if "failed" in e]
     assert len(failures) == result.worker_restarts
@@ -62,7 +61,7 @@ def test_env_that_raises_inside_a_worker_is_restarted_and_named(ray_cluster):
 def test_env_that_always_crashes_gives_up_after_max_restarts(ray_cluster):
     cfg = dataclasses.replace(CFG, env_id=CRASHING, total_steps=20_000)
     with pytest.raises(RuntimeError, match="worker 0 failed 2 times.*injected crash"):
-        train_dqn_ray(cfg, num_workers=1, fragment_steps=1000, max_restarts=1)
+        train_dqn_ray(dataclasses.replace(cfg, num_workers=1, fragment_steps=1000), max_restarts=1)
     assert wait_until_no_actors() == []
 
 
@@ -76,13 +75,13 @@ def test_a_role_that_dies_while_starting_is_named_with_its_node(ray_cluster):
                                               r"while starting \(ActorDiedError: RuntimeError: "
                                               r"FaultyCartPole: cannot be built in this actor "
                                               r"\(injected\)\); no checkpoint was written") as info:
-        train_dqn_ray(cfg, num_workers=1)
+        train_dqn_ray(dataclasses.replace(cfg, num_workers=1))
     assert info.value.role in ("learner", "worker 0", "evaluator")
     assert wait_until_no_actors() == []
 
 
 def test_killed_evaluator_is_restarted_and_training_goes_on(ray_cluster):
-    result = train_dqn_ray(CFG, num_workers=2, kill_at={"evaluator": 1500})
+    result = train_dqn_ray(CFG, kill_at={"evaluator": 1500})
     assert result.env_steps == 3000 and result.evaluator_restarts == 1
     assert any("evaluator failed" in e for e in result.history.events)
     assert result.history.eval_steps[-1] == 3000 and len(result.history.eval_steps) >= 2
@@ -94,7 +93,7 @@ def test_non_finite_loss_stops_the_learner_with_its_metrics(ray_cluster):
     cfg = dataclasses.replace(CFG, env_id=HUGE_REWARD, learning_starts=200, huber=False)
     with pytest.raises(FloatingPointError, match=r"learner stopped .*loss became inf .*largest "
                                                  r"\|reward\| in the batch 3e\+38"):
-        train_dqn_ray(cfg, num_workers=1)
+        train_dqn_ray(dataclasses.replace(cfg, num_workers=1))
     assert wait_until_no_actors() == []
 
 
@@ -104,7 +103,7 @@ def test_a_nan_reward_stops_the_run_naming_the_worker_and_the_env_not_the_learne
     with pytest.raises(FloatingPointError, match=r"the worker 0 stopped .*NaNRewardCartPole-v1 "
                                                  r"returned nan in its reward.*Fix: correct the "
                                                  r"environment"):
-        train_dqn_ray(cfg, num_workers=1)
+        train_dqn_ray(dataclasses.replace(cfg, num_workers=1))
     assert wait_until_no_actors() == []
 
 
@@ -113,7 +112,7 @@ def test_hanging_env_surfaces_as_a_timeout_naming_the_workers(ray_cluster):
     start = time.monotonic()
     with pytest.raises(TimeoutError, match=r"worker 0 did not answer within timeout_s=5.0 s "
                                            r"\(waiting after \d+ env steps\)"):
-        train_dqn_ray(cfg, num_workers=1, timeout_s=5.0)
+        train_dqn_ray(dataclasses.replace(cfg, num_workers=1), timeout_s=5.0)
     assert time.monotonic() - start < 60  # start-up + the 300 steps + 5 s, never an hour
     assert wait_until_no_actors() == []
 
@@ -141,15 +140,14 @@ def test_keyboard_interrupt_saves_a_checkpoint_and_stops_every_actor(ray_cluster
                                                                       monkeypatch):
     _press_stop_at_episode(monkeypatch, 60)
     with pytest.raises(KeyboardInterrupt):
-        train_dqn_ray(dataclasses.replace(CFG, total_steps=20_000), num_workers=2,
-                      checkpoint_dir=tmp_path)
+        train_dqn_ray(dataclasses.replace(CFG, total_steps=20_000), checkpoint_dir=tmp_path)
     assert wait_until_no_actors() == []
     saved = load_checkpoint(tmp_path, "DQN", CFG)
     assert 0 < saved.env_steps < 20_000 and len(saved.history.episode_returns) == 59
     monkeypatch.undo()
     # the session is still usable: the next run (resumed from the interrupt) works
-    result = train_dqn_ray(dataclasses.replace(CFG, total_steps=saved.env_steps + 500),
-                           num_workers=1, resume_from=tmp_path)
+    result = train_dqn_ray(dataclasses.replace(CFG, total_steps=saved.env_steps + 500,
+                                               num_workers=1), resume_from=tmp_path)
     assert result.env_steps == saved.env_steps + 500
     assert wait_until_no_actors() == []
 
@@ -166,7 +164,7 @@ def test_keyboard_interrupt_in_the_single_process_loop_saves_a_checkpoint(tmp_pa
 
 def test_a_single_process_checkpoint_resumes_under_ray(ray_cluster, tmp_path):
     first = train_dqn(dataclasses.replace(CFG, total_steps=1000), checkpoint_dir=tmp_path)
-    result = train_dqn_ray(CFG, num_workers=1, resume_from=tmp_path)
+    result = train_dqn_ray(dataclasses.replace(CFG, num_workers=1), resume_from=tmp_path)
     assert result.env_steps == 3000
     assert result.updates == first.learner.updates + (3000 - 1000) // 2  # buffer restored
     n = len(first.history.episode_returns)
@@ -187,11 +185,13 @@ def _ray_resumes():
     dqn = dataclasses.replace(CFG, learning_starts=200, total_steps=1_000, eval_every=1_000,
                               eval_episodes=1)
     return {  # pattern: (the checkpoint's algorithm, its config, run(**options))
-        "dqn": ("DQN", dqn, lambda **o: train_dqn_ray(dqn, num_workers=1, **o)),
-        "apex": ("Ape-X DQN", dqn, lambda **o: train_apex_ray(ApexDQN(dqn, ApexConfig(
-            num_workers=1, num_shards=1, envs_per_worker=4)), **o)),
+        "dqn": ("DQN", dqn, lambda **o: train_dqn_ray(dataclasses.replace(dqn, num_workers=1),
+                                                      **o)),
+        "apex": ("Ape-X DQN", dqn, lambda **o: train_apex_ray(ApexDQN(dataclasses.replace(
+            dqn, num_workers=1, envs_per_worker=4, fragment_steps=64), ApexConfig(num_shards=1)),
+            **o)),
         "a3c": ("A2C", A2CConfig(**small),
-                lambda **o: train_a3c_ray(A2CConfig(**small), num_workers=1, **o)),
+                lambda **o: train_a3c_ray(A2CConfig(**small, num_workers=1), **o)),
         "impala": ("IMPALA", IMPALAConfig(**small, **impala),
                    lambda **o: train_impala_ray(IMPALAConfig(**small, **impala), **o)),
     }

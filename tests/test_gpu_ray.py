@@ -1,6 +1,7 @@
 """The SAC learner on a GPU under Ray. Skipped where torch finds no CUDA (CI has none); on a
 GPU machine these run in ``make test`` with their own cluster, which offers the GPU."""
 
+import dataclasses
 import time
 
 import numpy as np
@@ -30,7 +31,7 @@ def gpu_cluster():
 def test_sac_learner_runs_on_the_gpu_under_ray(gpu_cluster, cuda_graph):
     cfg = SACConfig(hidden=(64, 64), batch_size=64, learning_starts=300, total_steps=800,
                     eval_every=400, eval_episodes=2, target_return=None, cuda_graph=cuda_graph)
-    result = train_sac_ray(cfg, num_workers=2, fragment_steps=100)  # learner_gpus=None: 1
+    result = train_sac_ray(cfg)  # learner_gpus=None: 1
     assert result.device.startswith("cuda")
     assert result.updates == updates_due(800, cfg.learning_starts, cfg.train_every)
     assert np.isfinite(result.history.losses).all()
@@ -41,7 +42,7 @@ def test_sac_learner_runs_on_the_gpu_under_ray(gpu_cluster, cuda_graph):
 def test_a_cpu_learner_can_be_forced_on_a_gpu_cluster(gpu_cluster):
     cfg = SACConfig(hidden=(32, 32), batch_size=32, learning_starts=300, total_steps=600,
                     eval_every=600, eval_episodes=1, target_return=None)
-    assert train_sac_ray(cfg, num_workers=1, learner_gpus=0).device == "cpu"
+    assert train_sac_ray(dataclasses.replace(cfg, num_workers=1), learner_gpus=0).device == "cpu"
 
 
 def test_a_killed_learner_actor_frees_its_gpu_memory(gpu_cluster):

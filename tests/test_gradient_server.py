@@ -115,8 +115,8 @@ def test_a2c_with_one_worker_equals_a_single_process_update_on_the_same_batch():
 
 
 def test_train_a2c_single_process_is_reproducible():
-    a = train_a2c(SMALL, max_steps=400, evaluate=False)
-    b = train_a2c(SMALL, max_steps=400, evaluate=False)
+    a = train_a2c(dataclasses.replace(SMALL, total_steps=400, eval_every=None))
+    b = train_a2c(dataclasses.replace(SMALL, total_steps=400, eval_every=None))
     # budgets count real env steps (reset rows are not steps): the 40-row fragments hold fewer
     assert a.env_steps == b.env_steps >= 400 and a.updates == b.updates >= 10
     for k, v in a.weights.items():
@@ -131,16 +131,20 @@ def wait_for_no_gradient_actors(seconds=15.0):
     return left
 
 
-@pytest.mark.ray
-def test_worker_env_ids_must_match_workers(ray_cluster):
-    with pytest.raises(ValueError, match="one id"):
-        train_a3c_ray(SMALL, num_workers=2, worker_env_ids=[None])
+def test_worker_env_ids_must_match_workers():
+    """The config refuses it, before any driver is called."""
+    with pytest.raises(ValueError, match=r"worker_env_ids=\[None\] has 1 entries for "
+                                         r"num_workers=2. Fix: give one id \(or None\) per"):
+        dataclasses.replace(SMALL, worker_env_ids=[None])
+    assert dataclasses.replace(SMALL, worker_env_ids=[None, "CartPole-v1"]).worker_env_ids == (
+        None, "CartPole-v1")  # held as a tuple: the config stays frozen
 
 
 @pytest.mark.ray
 def test_a2c_one_worker_under_ray_equals_single_process(ray_cluster):
-    ray_run = train_a2c_ray(SMALL, num_workers=1, max_steps=200, evaluate=False)
-    local = train_a2c(SMALL, max_steps=200, evaluate=False)
+    ray_run = train_a2c_ray(dataclasses.replace(SMALL, num_workers=1, total_steps=200,
+                                                eval_every=None))
+    local = train_a2c(dataclasses.replace(SMALL, total_steps=200, eval_every=None))
     assert ray_run.updates == local.updates >= 5  # 40-row fragments, fewer real steps
     for k, v in local.weights.items():
         np.testing.assert_array_equal(v, ray_run.weights[k])
@@ -155,8 +159,9 @@ def test_killed_worker_is_replaced_and_non_finite_gradients_skipped(ray_cluster,
     # worker 0 is killed after 400 env steps; worker 1's env returns rewards of 3e38 from its
     # 300th step on, whose returns overflow float32: its later gradients are not finite and
     # the server skips them
-    run = driver(SMALL, num_workers=2, max_steps=2000, evaluate=False, kill_at={"worker 0": 400},
-                 worker_env_ids=[None, faulty_envs.HUGE_REWARD])
+    run = driver(dataclasses.replace(SMALL, total_steps=2000, eval_every=None,
+                                     worker_env_ids=[None, faulty_envs.HUGE_REWARD]),
+                 kill_at={"worker 0": 400})
     print(driver.__name__, f"startup {run.startup_seconds:.1f} s, run {run.wall_seconds:.1f} s")
     assert run.worker_restarts == 1
     assert any("worker 0 failed" in e and "restarted" in e for e in run.history.events)

@@ -62,7 +62,7 @@ assert ray.is_initialized() and resources["CPU"] >= 1""",
     RAY_CORE_CELL,
     """config = A2CConfig(total_steps=4_000, eval_every=2_000, eval_episodes=2,
                    target_return=None)
-result = train_a3c_ray(config, num_workers=2, progress=True)
+result = train_a3c_ray(config, progress=True)
 assert result.env_steps >= config.total_steps and result.history.eval_returns""",
     """fig, ax = plt.subplots(figsize=(6, 3))
 ax.plot(result.history.eval_steps, result.history.eval_returns, marker="o")

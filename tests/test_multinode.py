@@ -10,6 +10,8 @@ its checkpoint on another node and solves; Ape-X's and DQN's restart and train o
 limiter's ratio. Notebook 07, on the same kind of cluster, asserts what these tests leave to it:
 IMPALA losing a worker's node, and its group losing a learner's node (removed with SIGTERM)."""
 
+import dataclasses
+
 import pytest
 
 from conftest import CLUSTER_IMPALA, NAMING_ALLOWANCE_S, wait_until_no_actors
@@ -41,12 +43,11 @@ IMPALA = CLUSTER_IMPALA
 DQN_BUDGET = 300_000
 # pattern: (run(), the env step at which worker 0's node is removed)
 PATTERNS = {
-    "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000, total_steps=DQN_BUDGET),
-                                  num_workers=2), 2_000),
-    "apex": (lambda: train_apex_ray(ApexDQN(DQNConfig(eval_episodes=10), ApexConfig(
-        num_workers=2, num_shards=1, envs_per_worker=8))), 2_000),
-    "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10),
-                                  num_workers=2), 2_000),
+    "dqn": (lambda: train_dqn_ray(DQNConfig(eval_every=5_000, total_steps=DQN_BUDGET)), 2_000),
+    "apex": (lambda: train_apex_ray(ApexDQN(DQNConfig(
+        eval_episodes=10, envs_per_worker=8, fragment_steps=64), ApexConfig(num_shards=1))),
+        2_000),
+    "a3c": (lambda: train_a3c_ray(A2CConfig(eval_every=5_000, eval_episodes=10)), 2_000),
     # synchronous rounds: the one worker left sends half a batch a round (issue 38)
     "ppo": (lambda: train_ppo_ray(PPOConfig(eval_episodes=10)), 2_000),
 }  # (IMPALA's worker-node loss is notebook 07's section 5, asserted there)
@@ -68,7 +69,7 @@ def test_the_plan_is_made_per_node_and_one_that_cannot_fit_is_refused(nodes_clus
     # 100 workers: not even with the learner on half its node (50 fit at 0.05 CPU each)
     with pytest.raises(ValueError, match=r"num_workers=100 is too many for a cluster of 4 nodes "
                                          r"of 0, 1, 1, 1 CPUs.*Fix: use at most 50 workers"):
-        train_dqn_ray(DQNConfig(), num_workers=100)
+        train_dqn_ray(DQNConfig(num_workers=100))
     assert wait_until_no_actors() == []
 
 
@@ -147,11 +148,12 @@ def test_a_restarted_group_trains_on_from_its_checkpoint(nodes_cluster, monkeypa
                        target_return=None)
     options = dict(num_learners=2, learner_restarts=1, checkpoint_dir=tmp_path)
     if pattern == "apex":
-        result = train_apex_ray(ApexDQN(config, ApexConfig(num_workers=1, num_shards=1,
-                                                           envs_per_worker=8)),
-                                checkpoint_every=50, **options)
+        result = train_apex_ray(ApexDQN(dataclasses.replace(
+            config, num_workers=1, envs_per_worker=8, fragment_steps=64), ApexConfig(
+                num_shards=1)), checkpoint_every=50, **options)
     else:
-        result = train_dqn_ray(config, num_workers=1, checkpoint_every=100, **options)
+        result = train_dqn_ray(dataclasses.replace(config, num_workers=1), checkpoint_every=100,
+                               **options)
     lost, _ = nodes_cluster.removed[rank]
     restarts = [e for e in result.history.events if "learner group restarted from" in e]
     assert len(restarts) == 1 and f"{rank} lost" in restarts[0], result.history.events
@@ -190,8 +192,9 @@ def test_with_no_room_for_a_lost_rank_the_run_stops_after_timeout_s_naming_the_l
                                               r"room for its 1 CPU within 20 s \(timeout_s; "
                                               r".*learner 0 was lost with node .*Fix: add a "
                                               r"node, then call again with resume_from=") as info:
-        train_dqn_ray(config, num_workers=1, num_learners=2, learner_restarts=1,
-                      checkpoint_dir=tmp_path, checkpoint_every=100, timeout_s=20.0)
+        train_dqn_ray(dataclasses.replace(config, num_workers=1), num_learners=2,
+                      learner_restarts=1, checkpoint_dir=tmp_path, checkpoint_every=100,
+                      timeout_s=20.0)
     lost, removed_at = nodes_cluster.removed["learner 0"]
     assert f"node {lost[:8]}" in str(info.value)
     assert time.perf_counter() - removed_at < 60
@@ -208,7 +211,7 @@ def test_a_sac_learner_group_keeps_the_update_ratio_and_every_transition(nodes_c
     nodes_cluster.refill()
     config = SACConfig(total_steps=1_200, learning_starts=400, eval_every=1_200,
                        eval_episodes=1, hidden=(32, 32), target_return=None)
-    result = train_sac_ray(config, num_workers=2, num_learners=2)
+    result = train_sac_ray(config, num_learners=2)
     head = cluster_nodes()[0].node_id
     ranks = {result.placement["learner 0"], result.placement["learner 1"]}
     assert len(ranks) == 2 and head not in ranks

@@ -68,7 +68,7 @@ OWN_STATE = {
 #: that return at once: the fallbacks that train what another notebook would have saved, and
 #: notebook 06's section 10, which measures two short runs.
 TRAINERS = {
-    "06": {"rlkit.distributed.off_policy.driver.train_dqn_ray": lambda config, num_workers: run(
+    "06": {"rlkit.distributed.off_policy.driver.train_dqn_ray": lambda config: run(
                env_steps=config.total_steps, wall_seconds=30.0),
            "rlkit.distributed.impala.driver.train_impala_ray": lambda config: run(
                env_steps=12_000, wall_seconds=20.0, consumption_steps_per_second=800.0)},

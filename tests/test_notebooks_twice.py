@@ -47,7 +47,7 @@ def press_stop_once_training(self, *args):  # a SIGINT, as the stop button sends
 
 History.log_episode = press_stop_once_training
 try:
-    train_dqn_ray(config, num_workers=2, checkpoint_dir=CHECKPOINT_DIR)
+    train_dqn_ray(config, checkpoint_dir=CHECKPOINT_DIR)
     raise AssertionError("the run should have been interrupted")
 except KeyboardInterrupt:
     pass
@@ -58,8 +58,8 @@ assert 0 < stopped.env_steps < config.total_steps
 """,
     """
 import dataclasses
-resumed = train_dqn_ray(dataclasses.replace(config, total_steps=stopped.env_steps + 1_000),
-                        num_workers=1, resume_from=CHECKPOINT_DIR)
+resumed = train_dqn_ray(dataclasses.replace(config, total_steps=stopped.env_steps + 1_000,
+                                            num_workers=1), resume_from=CHECKPOINT_DIR)
 assert resumed.env_steps == stopped.env_steps + 1_000
 assert any("resumed from" in e for e in resumed.history.events)
 """,

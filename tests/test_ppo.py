@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlkit.algos.a2c import A2CConfig, A2CLearner, nstep_advantages, sampling_policy
+from rlkit.algos.a2c import A2CConfig, A2CLearner, nstep_advantages
+from rlkit.algos.actor_critic import sampling_policy
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.ppo import PPOConfig, PPOLearner, clipped_surrogate
 from rlkit.envs.runner import EnvRunner

@@ -77,7 +77,7 @@ def test_large_weights_travel_as_one_stored_object_small_ones_by_value(ray_clust
 
 @pytest.mark.smoke  # the fast tier's one Ray run: every role started, trained, stopped
 def test_train_dqn_ray_short_run_holds_the_update_ratio(ray_cluster):
-    result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100)
+    result = train_dqn_ray(CFG)
     assert result.env_steps == 3000
     assert result.updates == updates_due(3000, CFG.learning_starts, CFG.train_every)
     assert len(result.history.episode_returns) > 10
@@ -90,7 +90,7 @@ def test_a_solved_run_returns_the_weights_that_reached_the_target(ray_cluster):
     # any policy scores >= 1 on CartPole: the first evaluation (at 1000 env steps) solves it,
     # while the learner goes on training until the evaluator's answer is back
     cfg = dataclasses.replace(CFG, target_return=1.0, eval_episodes=5)
-    result = train_dqn_ray(cfg, num_workers=2, fragment_steps=100)
+    result = train_dqn_ray(cfg)
     assert result.solved and result.history.eval_steps == [1000]
     # fragments usually arrive (and train the learner further) while the evaluation runs: the
     # final weights then differ from the scored ones (with the old code this test failed)
@@ -100,7 +100,7 @@ def test_a_solved_run_returns_the_weights_that_reached_the_target(ray_cluster):
 
 
 def test_killed_worker_is_restarted_and_training_goes_on(ray_cluster):
-    result = train_dqn_ray(CFG, num_workers=2, fragment_steps=100, kill_at={"worker 0": 1000})
+    result = train_dqn_ray(CFG, kill_at={"worker 0": 1000})
     assert result.worker_restarts == 1
     assert any("worker 0 failed" in e and "restarted" in e for e in result.history.events)
     assert result.env_steps == 3000  # the lost fragment was collected again
@@ -114,7 +114,7 @@ def test_train_sac_ray_short_run_on_cpu(ray_cluster):
 
     cfg = SACConfig(hidden=(32, 32), batch_size=32, learning_starts=300, total_steps=800,
                     eval_every=400, eval_episodes=2, target_return=None)
-    result = train_sac_ray(cfg, num_workers=2, fragment_steps=100)
+    result = train_sac_ray(cfg)
     assert result.device == "cpu"  # this cluster has no GPU, so the learner did not ask for one
     assert result.env_steps == 800
     assert result.updates == updates_due(800, cfg.learning_starts, cfg.train_every) == 500
@@ -135,7 +135,7 @@ def test_asking_for_a_gpu_the_cluster_lacks_fails_up_front(ray_cluster):
 
 
 def test_driver_leaves_no_actor_behind(ray_cluster):
-    train_dqn_ray(dataclasses.replace(CFG, total_steps=1000), num_workers=1)
+    train_dqn_ray(dataclasses.replace(CFG, total_steps=1000, num_workers=1))
     assert wait_until_no_actors() == []
 
 

@@ -31,8 +31,9 @@ from rlkit.train.checkpoint import load_checkpoint  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
-APEX_DQN = DQNConfig(eval_episodes=10)
-APEX = ApexConfig(num_workers=1, num_shards=1, envs_per_worker=8)  # 5 actors: quicker to start
+# 5 actors: quicker to start
+APEX_DQN = DQNConfig(eval_episodes=10, num_workers=1, envs_per_worker=8, fragment_steps=64)
+APEX = ApexConfig(num_shards=1)
 A2C = A2CConfig(eval_every=5_000, eval_episodes=10)
 IMPALA = CLUSTER_IMPALA
 
@@ -41,9 +42,9 @@ IMPALA = CLUSTER_IMPALA
 PATTERNS = {
     "apex": (lambda **o: train_apex_ray(ApexDQN(APEX_DQN, APEX), **o), "learner",
              "Ape-X DQN", APEX_DQN, 3_000, 200),
-    "a3c": (lambda **o: train_a3c_ray(A2C, num_workers=2, **o), "gradient server", "A2C", A2C,
+    "a3c": (lambda **o: train_a3c_ray(A2C, **o), "gradient server", "A2C", A2C,
             5_000, 10),  # worker 1 is killed first, at 1000 env steps, and replaced
-    "a2c": (lambda **o: train_a2c_ray(A2C, num_workers=2, **o), "gradient server", "A2C", A2C,
+    "a2c": (lambda **o: train_a2c_ray(A2C, **o), "gradient server", "A2C", A2C,
             3_000, 5),
     "impala": (lambda **o: train_impala_ray(IMPALA, **o), "learner", "IMPALA", IMPALA, 40_000,
                5),

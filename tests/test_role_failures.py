@@ -9,6 +9,8 @@ pattern costs one or two short runs. Killing the learner of Ape-X and IMPALA and
 server of A3C and A2C (after a worker, for A3C), with a checkpoint to resume from, is in
 test_resume.py, with the same 5 s check; the off-policy learner's is in test_faults.py."""
 
+import dataclasses
+
 import pytest
 
 from conftest import NAMING_ALLOWANCE_S, wait_until_no_actors
@@ -28,20 +30,20 @@ pytestmark = pytest.mark.ray
 
 DQN = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=300, total_steps=20_000,
                 eval_every=400, eval_episodes=2, target_return=None)
-APEX = ApexConfig(num_workers=2, num_shards=2, envs_per_worker=2, fragment_steps=40,
-                  updates_per_call=8)
+APEX_DQN = dataclasses.replace(DQN, envs_per_worker=2, fragment_steps=40)
+APEX = ApexConfig(num_shards=2, updates_per_call=8)
 IMPALA = IMPALAConfig(envs_per_worker=4, unroll_length=16, batch_fragments=4, queue_size=8,
                       total_steps=200_000, eval_every=5_000, eval_episodes=2,
                       target_return=None)
 
 
 def apex(**options):
-    return train_apex_ray(ApexDQN(DQN, APEX), **options)
+    return train_apex_ray(ApexDQN(APEX_DQN, APEX), **options)
 
 
 # (pattern, run, kill_at: restartable roles first, then the one the run cannot replace)
 CASES = [
-    ("off-policy", lambda **o: train_dqn_ray(DQN, num_workers=2, **o),
+    ("off-policy", lambda **o: train_dqn_ray(DQN, **o),
      {"worker 1": 500, "evaluator": 700, "parameter server": 1500}),
     ("apex", apex, {"worker 0": 200, "evaluator": 500, "shard 1": 1200}),
     ("apex", apex, {"parameter server": 800}),

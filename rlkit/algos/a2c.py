@@ -1,29 +1,25 @@
 """Advantage actor-critic (A2C / A3C): config, network, n-step advantages, losses, learner.
 
 Everything here is synchronous and process-local; :mod:`rlkit.distributed.a3c.driver`
-runs it as gradient workers and a gradient server. IMPALA (:mod:`rlkit.algos.impala`) reuses
-the network and the two policies. Arrays are *time-major*: ``(T, N)`` means
-``T`` steps of ``N`` environments stepped in lockstep.
+runs it as gradient workers and a gradient server. The network, its policies and the learner
+state are :mod:`rlkit.algos.actor_critic`'s (IMPALA and PPO use them too). Arrays are
+*time-major*: ``(T, N)`` means ``T`` steps of ``N`` environments stepped in lockstep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlkit.algos.actor_critic import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import check_time_major
-from rlkit.core.common import eval_seed
-from rlkit.core.networks import (load_numpy_weights, load_optimizer_state, make_adam, mlp,
-                                 module_weights)
-from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
-from rlkit.core.validation import SEED_MAX, Validated, flag, integer, layers, number, text
-from rlkit.envs.evaluation import evaluate_policy
+from rlkit.core.networks import make_adam
+from rlkit.core.validation import (SEED_MAX, Validated, env_ids, fail, flag, integer, layers,
+                                   number, text)
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment
 
@@ -34,10 +30,15 @@ class A2CConfig(Validated):
 
     One gradient is computed from a fragment of ``n_steps`` steps of each of ``envs_per_worker``
     environments (``n_steps * envs_per_worker`` env steps per gradient and per worker).
+    ``num_workers`` and ``worker_env_ids`` shape the Ray runs (``train_a3c_ray``,
+    ``train_a2c_ray``); one-process ``train_a2c`` runs one worker. ``eval_every=None`` runs no
+    evaluation (a fixed-budget timing run: it then stops at ``total_steps``).
     """
 
     env_id: str = text("CartPole-v1")
     seed: int = integer(0, 0, SEED_MAX)
+    num_workers: int = integer(2, 1)  # gradient workers of a Ray run
+    worker_env_ids: tuple[str | None, ...] | None = env_ids()  # per worker; None: env_id
     envs_per_worker: int = integer(8, 1)  # environments per worker, stepped in lockstep
     n_steps: int = integer(16, 1)  # fragment length T: the n of the n-step return
     gamma: float = number(0.99, at_least=0, below=1)
@@ -48,76 +49,22 @@ class A2CConfig(Validated):
     normalize_advantages: bool = flag(True)
     hidden: tuple[int, ...] = layers((64, 64))
     total_steps: int = integer(300_000, 1)
-    eval_every: int = integer(10_000, 1)
+    eval_every: int | None = integer(10_000, 1, optional=True)  # None: no evaluation
     eval_episodes: int = integer(20, 1)
     target_return: float | None = number(475.0, optional=True)
     torch_threads: int = integer(1, 1)
 
     def check(self) -> None:
         check_env_id(self.env_id)
+        if self.worker_env_ids is not None and len(self.worker_env_ids) != self.num_workers:
+            fail("worker_env_ids", list(self.worker_env_ids), f"has {len(self.worker_env_ids)} "
+                 f"entries for num_workers={self.num_workers}", "give one id (or None) per "
+                 "worker")
 
     @property
     def steps_per_gradient(self) -> int:
         """Env steps behind one gradient: ``n_steps * envs_per_worker``."""
         return self.n_steps * self.envs_per_worker
-
-
-class ActorCritic(nn.Module):
-    """Two separate MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)``.
-
-    Separate, not a shared body: the value loss is measured in squared returns (up to ~1e4 on
-    CartPole) and would otherwise dominate the shared features; apart, each network gets its own
-    features and ``value_coef`` only weighs the critic's gradient. (The gradient norm is still
-    clipped over both networks together, so a very large critic gradient also shortens the
-    actor's step; clipping each network on its own is an easy variation to try.)
-    """
-
-    def __init__(self, obs_dim: int, n_actions: int, hidden: Sequence[int]) -> None:
-        super().__init__()
-        self.actor = mlp(obs_dim, n_actions, hidden, nn.Tanh)
-        self.critic = mlp(obs_dim, 1, hidden, nn.Tanh)
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, obs_dim)`` -> ``(logits (B, n_actions), values (B,))``."""
-        return self.actor(obs), self.critic(obs).squeeze(-1)
-
-    @torch.no_grad()
-    def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
-        """``(B, obs_dim)`` float32 -> ``(B,)`` int64 most probable actions (for evaluation)."""
-        return self.actor(torch.as_tensor(obs, dtype=torch.float32)).argmax(-1).numpy()
-
-
-def sampling_policy(net: ActorCritic, rng: np.random.Generator) -> SamplingPolicy:
-    """The acting policy of A2C, A3C and IMPALA: sample ``a ~ pi(.|s)`` by inverting the
-    categorical CDF with one uniform number per env from ``rng``; returns the actions ``(N,)``
-    int64 and their log-probabilities ``(N,)`` float32 (IMPALA's behaviour ``log mu``)."""
-
-    @torch.no_grad()
-    def act(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        log_probs = F.log_softmax(net.actor(torch.as_tensor(obs)), dim=-1).numpy()
-        cdf = np.cumsum(np.exp(log_probs), axis=1)
-        actions = np.minimum((rng.random((len(obs), 1)) > cdf).sum(axis=1), cdf.shape[1] - 1)
-        return actions, log_probs[np.arange(len(obs)), actions]
-
-    return act
-
-
-def greedy_policy(net: ActorCritic) -> BatchPolicy:
-    """The evaluation policy: the most probable action, ``(N, obs_dim)`` -> ``(N,)`` int64."""
-    return net.greedy_actions
-
-
-def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: Any,
-                eval_index: int, net: nn.Module | None = None) -> tuple[float, float]:
-    """Mean and std of ``config.eval_episodes`` greedy episodes of ``config.env_id`` with
-    ``weights`` loaded into ``net`` (default: an :class:`ActorCritic`; any network with
-    ``greedy_actions``), on the fresh seeds of evaluation ``eval_index``. A2C/A3C, IMPALA and
-    PPO evaluate with it; ``config`` is any of theirs."""
-    net = ActorCritic(obs_dim, n_actions, config.hidden) if net is None else net
-    load_numpy_weights(net, weights)
-    returns = evaluate_policy(greedy_policy(net), config.env_id, config.eval_episodes,
-                              eval_seed(config.seed, eval_index, config.eval_episodes))
-    return float(returns.mean()), float(returns.std())
 
 
 def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.ndarray,
@@ -207,32 +154,6 @@ def a2c_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
              "entropy": entropy(logits)}
     total = parts["policy"] + value_coef * parts["value"] - entropy_coef * parts["entropy"]
     return total, {k: float(v.detach()) for k, v in parts.items()}
-
-
-class ActorCriticState:
-    """What the actor-critic learners (A2C's, IMPALA's) share: ``net``, ``optimizer`` and
-    ``updates``, their weights, and their state for a checkpoint."""
-
-    net: ActorCritic
-    optimizer: torch.optim.Optimizer
-    updates: int
-
-    def get_weights(self) -> Weights:
-        return module_weights(self.net)
-
-    def set_weights(self, weights: Weights) -> None:
-        load_numpy_weights(self.net, weights)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Network, optimiser and update count: everything needed to continue training."""
-        return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "updates": self.updates}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output."""
-        self.net.load_state_dict(state["net"])
-        load_optimizer_state(self.optimizer, state["optimizer"])
-        self.updates = int(state["updates"])
 
 
 class A2CLearner(ActorCriticState):

@@ -32,19 +32,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ApexConfig(Validated):
-    """The distributed system's settings (the algorithm's own are in its config).
+    """The distributed system's settings beyond the workers' count and shape, which are the
+    algorithm config's (:class:`~rlkit.core.workers.WorkerShape`: ``num_workers``,
+    ``envs_per_worker``, ``fragment_steps``).
 
     On a 2-core machine the exploration ladder gets its rungs from env copies, not processes:
-    ``num_workers * envs_per_worker`` rungs (see :mod:`rlkit.algos.exploration`).
+    ``num_workers * envs_per_worker`` rungs (``config.num_actors``; see
+    :mod:`rlkit.algos.exploration`).
     """
 
-    num_workers: int = integer(2, 1)
-    envs_per_worker: int = integer(4, 1)
     num_shards: int = integer(2, 1)
     n_step: int = integer(3, 1)  # Ape-X's n-step length (the algorithm config's n_step stays 1)
     alpha: float = number(0.6, at_least=0, at_most=1)  # prioritisation exponent
     beta_start: float = number(0.4, at_least=0, at_most=1)  # IS exponent, annealed to 1
-    fragment_steps: int = integer(64, 1)  # env steps per collect call of one worker
     publish_every: int = integer(16, 1)  # learner updates between weight versions
     updates_per_call: int = integer(16, 1)  # most learner updates per remote call
     eps_base: float = number(0.4, above=0, below=1)  # eps_i = eps_base ** (1 + spread * i/(N-1))
@@ -56,19 +56,6 @@ class ApexConfig(Validated):
         if self.sigma_min > self.sigma_max:
             fail("sigma_min", self.sigma_min, f"is above sigma_max={self.sigma_max}",
                  "use sigma_max=0.5, sigma_min=0.05")
-        if self.fragment_steps % self.envs_per_worker:
-            per_env = max(1, self.fragment_steps // self.envs_per_worker)
-            fail("fragment_steps", self.fragment_steps,
-                 f"is not a multiple of envs_per_worker={self.envs_per_worker}",
-                 f"use {self.envs_per_worker * per_env}")
-        if self.num_shards > self.num_workers:
-            fail("num_shards", self.num_shards, f"exceeds num_workers={self.num_workers}",
-                 "each worker writes to one shard: use num_shards <= num_workers")
-
-    @property
-    def num_actors(self) -> int:
-        """Rungs of the exploration ladder: every env of every worker."""
-        return self.num_workers * self.envs_per_worker
 
 
 def check_apex_pair(name: str, config: Any, expected: type, apex: Any) -> None:
@@ -81,6 +68,10 @@ def check_apex_pair(name: str, config: Any, expected: type, apex: Any) -> None:
     if not isinstance(apex, ApexConfig):
         raise TypeError(f"{name} takes an ApexConfig as apex, got {type(apex).__name__}. Fix: "
                         f"{name}({expected.__name__}(...), ApexConfig(...)).")
+    if apex.num_shards > config.num_workers:
+        fail("num_shards", apex.num_shards, f"exceeds {expected.__name__}.num_workers="
+             f"{config.num_workers}", "each worker writes to one shard: use num_shards <= "
+             "num_workers")
     n_step = getattr(config, "n_step", 1)
     if n_step not in (1, apex.n_step):
         fail(f"{expected.__name__}.n_step", n_step, f"conflicts with ApexConfig.n_step="

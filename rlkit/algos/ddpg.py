@@ -25,14 +25,14 @@ from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, Weights
-from rlkit.core.validation import (SEED_MAX, Validated, integer, layers, number,
-                                   text)
+from rlkit.core.validation import SEED_MAX, integer, layers, number, text
+from rlkit.core.workers import WorkerShape
 from rlkit.envs.make import check_env_id, space_dims
 from rlkit.replay.buffers import require_replay_settings
 
 
 @dataclass(frozen=True)
-class DDPGConfig(Validated):
+class DDPGConfig(WorkerShape):
     """Settings of a DDPG run. Invalid values raise ``ValueError`` naming the field and the fix.
 
     The defaults solve Pendulum-v1 (deterministic evaluation mean >= -200 over 10 episodes)
@@ -60,6 +60,7 @@ class DDPGConfig(Validated):
     torch_threads: int = integer(1, 1)
 
     def check(self) -> None:
+        super().check()  # the worker shape
         check_env_id(self.env_id)
         require_replay_settings(self)
 

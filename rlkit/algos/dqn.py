@@ -28,14 +28,14 @@ from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import Batch, BatchPolicy, NStepBatch, Weights
-from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
-                                   text)
+from rlkit.core.validation import SEED_MAX, fail, flag, integer, layers, number, text
+from rlkit.core.workers import WorkerShape
 from rlkit.envs.make import ActionKind, check_env_id, space_dims
 from rlkit.replay.buffers import ReplayBuffer, require_replay_settings
 
 
 @dataclass(frozen=True)
-class DQNConfig(Validated):
+class DQNConfig(WorkerShape):
     """Settings of a DQN run. Invalid values raise ``ValueError`` naming the field and the fix.
 
     The defaults are the tuned CartPole-v1 settings of notebook 01 (see its section 8). The
@@ -68,6 +68,7 @@ class DQNConfig(Validated):
     torch_threads: int = integer(1, 1)
 
     def check(self) -> None:
+        super().check()  # the worker shape
         check_env_id(self.env_id)
         require_replay_settings(self)
         if self.epsilon_end > self.epsilon_start:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlkit.algos.a2c import ActorCritic, ActorCriticState
+from rlkit.algos.actor_critic import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import nstep_returns, vtrace
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam

@@ -1,5 +1,5 @@
 """The two policy heads of the on-policy actor-critics: categorical (discrete actions: A2C's
-:class:`~rlkit.algos.a2c.ActorCritic`) and Gaussian (continuous actions:
+:class:`~rlkit.algos.actor_critic.ActorCritic`) and Gaussian (continuous actions:
 :class:`GaussianActorCritic`), behind three functions that work for either, so PPO's learner,
 IMPALA's workers and the one-process loop never ask which one they hold.
 
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.algos.actor_critic import ActorCritic, sampling_policy
 from rlkit.core.networks import mlp
 from rlkit.core.types import ActionKind, SamplingPolicy
 from rlkit.core.validation import fail
@@ -89,7 +89,7 @@ def make_actor_critic(obs_dim: int, action_dim: int, hidden: Sequence[int],
 def acting_policy(net: ActorCritic | GaussianActorCritic,
                   rng: np.random.Generator) -> SamplingPolicy:
     """What a worker acts with: ``obs (N, obs_dim)`` -> ``(actions, log_probs (N,))``, random
-    numbers from ``rng``. Categorical: :func:`rlkit.algos.a2c.sampling_policy`. Gaussian:
+    numbers from ``rng``. Categorical: :func:`rlkit.algos.actor_critic.sampling_policy`. Gaussian:
     ``a = mean + std * z``, ``z ~ N(0, I)``, with ``log pi(a|s)`` summed over the action's
     dimensions."""
     if isinstance(net, ActorCritic):

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.algos.a2c import ActorCriticState, normalize_advantages, nstep_advantages, value_loss
+from rlkit.algos.a2c import normalize_advantages, nstep_advantages, value_loss
+from rlkit.algos.actor_critic import ActorCriticState
 from rlkit.algos.impala import IMPALAConfig, next_state_values, stack_fragments
 from rlkit.algos.policy_heads import action_kind_of, evaluate_actions, make_actor_critic
 from rlkit.algos.vtrace import vtrace

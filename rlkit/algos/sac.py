@@ -23,14 +23,14 @@ from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, TensorBatch, Weights
-from rlkit.core.validation import (SEED_MAX, Validated, flag, integer, layers, number,
-                                   text)
+from rlkit.core.validation import SEED_MAX, flag, integer, layers, number, text
+from rlkit.core.workers import WorkerShape
 from rlkit.envs.make import check_env_id, space_dims
 from rlkit.replay.buffers import require_replay_settings
 
 
 @dataclass(frozen=True)
-class SACConfig(Validated):
+class SACConfig(WorkerShape):
     """Settings of a SAC run. Invalid values raise ``ValueError`` naming the field and the fix.
 
     The defaults are notebook 03's Pendulum-v1 settings. The learning rates and the evaluation
@@ -60,6 +60,7 @@ class SACConfig(Validated):
     cuda_graph: bool = flag(False)  # a CUDA learner replays its update as one CUDA graph
 
     def check(self) -> None:
+        super().check()  # the worker shape
         check_env_id(self.env_id)
         require_replay_settings(self)
 

@@ -125,6 +125,9 @@ class ReplayConfig(Protocol):
     eval_episodes: int
     target_return: float | None
     torch_threads: int
+    num_workers: int  # the Ray run's shape (rlkit.core.workers.WorkerShape)
+    envs_per_worker: int
+    fragment_steps: int
 
 
 class Learner(Protocol):

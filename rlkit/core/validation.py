@@ -3,7 +3,7 @@ every driver's options and every public data-structure API check values the same
 
 A config is a frozen dataclass that subclasses :class:`Validated` and declares its fields with
 the field makers below (:func:`integer`, :func:`number`, :func:`flag`, :func:`text`,
-:func:`layers`, :func:`path`, :func:`role_steps`)::
+:func:`layers`, :func:`path`, :func:`env_ids`, :func:`role_steps`)::
 
     @dataclass(frozen=True)
     class MyConfig(Validated):
@@ -68,8 +68,8 @@ class Rule:
     """What one setting accepts; :meth:`check` raises naming it and the fix.
 
     Attributes:
-        kind: ``"int"``, ``"number"``, ``"flag"``, ``"text"``, ``"layers"``, ``"path"`` or
-            ``"role steps"``.
+        kind: ``"int"``, ``"number"``, ``"flag"``, ``"text"``, ``"layers"``, ``"path"``,
+            ``"env ids"`` or ``"role steps"``.
         low, high, low_open, high_open: The accepted range of a number or an int.
         finite: Whether a number must be finite (``max_grad_norm=math.inf`` may turn
             clipping off).
@@ -101,7 +101,9 @@ class Rule:
             words = {"flag": "must be True or False", "text": "must be a non-empty str",
                      "layers": "must be a non-empty tuple of positive ints",
                      "path": "must be a folder path (str or pathlib.Path)",
-                     "role steps": "must be a dict {role name: env steps >= 0}"}[self.kind]
+                     "role steps": "must be a dict {role name: env steps >= 0}",
+                     "env ids": "must be a list holding an env id (str) or None per worker"
+                     }[self.kind]
         words += f" ({self.meaning})" if self.meaning else ""
         return words + (" or None" if self.optional else "")
 
@@ -118,6 +120,9 @@ class Rule:
         if kind == "layers":
             return (isinstance(value, tuple | list) and len(value) > 0
                     and all(is_int(h) and h >= 1 for h in value))
+        if kind == "env ids":
+            return isinstance(value, tuple | list) and all(
+                e is None or (isinstance(e, str) and bool(e)) for e in value)
         if kind == "role steps":
             return isinstance(value, Mapping) and all(
                 isinstance(k, str) and is_int(v) and v >= 0 for k, v in value.items())
@@ -202,6 +207,12 @@ def path(default: str | Path | None = None) -> Any:
     return _field(default, PATH_RULE)
 
 
+def env_ids() -> Any:
+    """A dataclass field holding an env id (or ``None``) per worker, or ``None``."""
+    return _field(None, Rule("env ids", optional=True,
+                             fix='use e.g. worker_env_ids=(None, "CartPole-v1")'))
+
+
 def role_steps(default: dict[str, int]) -> Any:
     """A dataclass field mapping role names to env-step counts (fault injection)."""
     return _field(default, Rule("role steps", fix='use e.g. kill_at={"worker 0": 2_000}'))
@@ -244,6 +255,8 @@ def plain(rule: Rule, value: Any) -> Any:
         return bool(value)
     if rule.kind == "layers":
         return tuple(int(h) for h in value)
+    if rule.kind == "env ids":  # a tuple: the config stays hashable and unchangeable
+        return tuple(value)
     if rule.kind == "role steps":  # a copy the caller cannot edit afterwards
         return {str(k): int(v) for k, v in value.items()}
     return value

@@ -7,6 +7,7 @@ uses it (a rollout worker builds its own; environments are never pickled between
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -119,7 +120,7 @@ def space_dims(env: gym.Env) -> tuple[int, int]:
     return obs_dim, act_dim
 
 
-def check_worker_env_ids(env_ids: list[str | None] | None, num_workers: int, env_id: str,
+def check_worker_env_ids(env_ids: Sequence[str | None] | None, num_workers: int, env_id: str,
                          seed: int, action_kind: ActionKind, algorithm: str
                          ) -> tuple[list[str | None], tuple[int, int]]:
     """The env id each worker collects with (``None``: ``env_id``, which the evaluator always
@@ -129,10 +130,8 @@ def check_worker_env_ids(env_ids: list[str | None] | None, num_workers: int, env
     Returns:
         ``(ids, (obs_dim, action_dim))``: one id or ``None`` per worker, and ``env_id``'s sizes.
     """
-    ids = list(env_ids) if env_ids is not None else [None] * num_workers
-    if len(ids) != num_workers:
-        raise ValueError(f"worker_env_ids has {len(ids)} entries for {num_workers} workers. "
-                         f"Fix: give one id (or None) per worker.")
+    ids = list(env_ids) if env_ids is not None else [None] * num_workers  # (one per worker:
+    # the config's rule, A2CConfig.check)
     sizes: tuple[int, int] = (0, 0)
     for each in dict.fromkeys([env_id, *[e for e in ids if e]]):
         probe = make_env(each, seed, action_kind, algorithm)

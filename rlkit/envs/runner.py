@@ -127,8 +127,8 @@ def check_fragment(fragment: Fragment, need_log_probs: bool = False) -> None:
         value = getattr(fragment, name)
         if value is None:
             raise ValueError(f"{name} is None, but this learner needs the behaviour policy's "
-                             f"log-probabilities. Fix: act with a policy that returns "
-                             f"(actions, log_probs), e.g. rlkit.algos.a2c.sampling_policy.")
+                             f"log-probabilities. Fix: act with a policy that returns (actions, "
+                             f"log_probs), e.g. rlkit.algos.actor_critic.sampling_policy.")
         if value.shape[:2] != t_n:
             raise ValueError(f"{name} has shape {value.shape} but obs has {obs.shape}, so {name} "
                              f"must start with {t_n} (T steps x N envs). Fix: give every "

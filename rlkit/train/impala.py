@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.algos.a2c import greedy_eval
+from rlkit.algos.actor_critic import greedy_eval
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
 from rlkit.algos.on_policy import algorithm_name, config_action_kind, make_learner
@@ -98,7 +98,7 @@ class IMPALAResult(RunResult):
 ON_POLICY_CHECKPOINT_OPTIONS = ("checkpoint_dir", "checkpoint_every", "resume_from")
 
 
-def train_impala(config: IMPALAConfig, policy_lag: int = 0, progress: bool = False,
+def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = False,
                  checkpoint_dir: str | Path | None = None, checkpoint_every: int = 50,
                  resume_from: str | Path | None = None, **options: Any) -> IMPALAResult:
     """Train IMPALA (or PPO, APPO: see :func:`make_learner`) in this process;

@@ -35,7 +35,7 @@ from rlkit.train.checkpoint import (EXACT_RESUME, Checkpoint, Checkpointer,
                                     resume_with_new_episodes, updates_owed)
 from rlkit.train.learner_state import LearnerState, load_learner_state
 from rlkit.train.interrupts import interrupts_deferred, save_on_interrupt
-from rlkit.train.options import CHECKPOINT_OPTIONS, refuse_other_options
+from rlkit.train.options import ONE_PROCESS_OPTIONS, refuse_other_options
 
 
 @dataclass
@@ -62,7 +62,7 @@ class TrainResult:
     checkpoint: Path | None = None
 
 
-def train_single_process(algo: OffPolicyAlgorithm, progress: bool = False,
+def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
                          checkpoint_dir: str | Path | None = None, checkpoint_every: int = 5_000,
                          checkpoint_buffer: bool = True,
                          resume_from: str | Path | None = None) -> TrainResult:
@@ -216,7 +216,7 @@ def evaluate_greedily(algo: OffPolicyAlgorithm, net: torch.nn.Module, eval_index
                            eval_seed(c.seed, eval_index, c.eval_episodes))
 
 
-def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any) -> TrainResult:
+def train_dqn(config: DQNConfig, **options: Any) -> TrainResult:
     """Train DQN in one process: :func:`train_single_process` with
     :class:`rlkit.algos.dqn.DQNSpec`.
 
@@ -226,30 +226,27 @@ def train_dqn(config: DQNConfig, progress: bool = False, **checkpointing: Any) -
     ``config.target_return``. With the same config the run is bit-reproducible.
 
     Args:
-        config: The run's settings.
-        progress: Show a progress bar.
-        **checkpointing: ``checkpoint_dir``, ``checkpoint_every``, ``checkpoint_buffer``,
-            ``resume_from``: see :func:`train_single_process`.
+        config: The run's settings (its worker shape is the Ray driver's: one env here).
+        **options: ``progress``, ``checkpoint_dir``, ``checkpoint_every``,
+            ``checkpoint_buffer``, ``resume_from``: see :func:`train_single_process`.
 
     Returns:
         A :class:`TrainResult`; ``result.learner.q`` is the trained Q-network.
     """
     require_instance("train_dqn", "config", config, DQNConfig, "train_dqn(DQNConfig(...))")
-    refuse_other_options("train_dqn", checkpointing, CHECKPOINT_OPTIONS,
-                         "train_dqn_ray(config, ...)")
-    return train_single_process(DQNSpec(config), progress, **checkpointing)
+    refuse_other_options("train_dqn", options, ONE_PROCESS_OPTIONS, "train_dqn_ray(config, ...)")
+    return train_single_process(DQNSpec(config), **options)
 
 
-def train_sac(config: SACConfig, progress: bool = False, **checkpointing: Any) -> TrainResult:
+def train_sac(config: SACConfig, **options: Any) -> TrainResult:
     """Train SAC in one process on the CPU, the reference the distributed version is held to:
     :func:`train_single_process` with :class:`rlkit.algos.sac.SACSpec`.
 
     Uniform-random actions for ``learning_starts`` steps, then one update per
     ``train_every`` steps, a deterministic evaluation every ``eval_every`` steps, and a stop at
     the first evaluation that reaches ``target_return`` (or at ``total_steps``).
-    ``**checkpointing``: see :func:`train_single_process`.
+    ``**options`` (``progress`` and the checkpoint options): see :func:`train_single_process`.
     """
     require_instance("train_sac", "config", config, SACConfig, "train_sac(SACConfig(...))")
-    refuse_other_options("train_sac", checkpointing, CHECKPOINT_OPTIONS,
-                         "train_sac_ray(config, ...)")
-    return train_single_process(SACSpec(config), progress, **checkpointing)
+    refuse_other_options("train_sac", options, ONE_PROCESS_OPTIONS, "train_sac_ray(config, ...)")
+    return train_single_process(SACSpec(config), **options)

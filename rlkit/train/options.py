@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: What :func:`~rlkit.train.loop.train_dqn` and :func:`~rlkit.train.loop.train_sac` take besides
-#: the config and ``progress``.
-CHECKPOINT_OPTIONS = ("checkpoint_dir", "checkpoint_every", "checkpoint_buffer", "resume_from")
+#: the config.
+ONE_PROCESS_OPTIONS = ("progress", "checkpoint_dir", "checkpoint_every", "checkpoint_buffer",
+                       "resume_from")
 
 
 def refuse_other_options(owner: str, options: Mapping[str, Any], accepted: Sequence[str],

@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlkit.algos.a2c import A2CConfig, greedy_eval
+from rlkit.algos.a2c import A2CConfig
+from rlkit.algos.actor_critic import greedy_eval
 from rlkit.core.common import evaluation_due
 from rlkit.core.metrics import History, RunResult
-from rlkit.core.validation import COUNT, FLAG, build, check_value, int_rule, require_instance
+from rlkit.core.validation import build, require_instance
 from rlkit.distributed.a3c.roles import GradientMessage, GradientServer, GradientWorker
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.options import RunOptions
@@ -46,22 +47,12 @@ class A3CResult(RunResult):
     gradients_by_worker: dict[int, int] = field(default_factory=dict)
 
 
-def check_a2c_args(owner: str, config: A2CConfig, num_workers: int, max_steps: int | None,
-                   evaluate: bool) -> None:
-    """The A2C/A3C drivers' arguments, checked before anything starts."""
-    require_instance(owner, "config", config, A2CConfig, f"{owner}(A2CConfig(...))")
-    check_value("num_workers", num_workers, COUNT)
-    check_value("max_steps", max_steps, int_rule(1, example=50_000, optional=True))
-    check_value("evaluate", evaluate, FLAG)
-
-
-def train_a2c(config: A2CConfig, max_steps: int | None = None, evaluate: bool = True
-              ) -> A3CResult:
+def train_a2c(config: A2CConfig) -> A3CResult:
     """Single-process A2C: one :class:`GradientWorker` and the :class:`GradientServer` called
     directly, one update per fragment. Reproducible; the reference for the Ray drivers."""
-    check_a2c_args("train_a2c", config, 1, max_steps, evaluate)
+    require_instance("train_a2c", "config", config, A2CConfig, "train_a2c(A2CConfig(...))")
     server, worker = GradientServer(config), GradientWorker(config, 0)
-    budget = config.total_steps if max_steps is None else max_steps
+    budget = config.total_steps
     history, env_steps, solved, eval_return = History(), 0, False, math.nan
     weights, start = server.weights(), time.perf_counter()
     while not solved and env_steps < budget:
@@ -71,8 +62,8 @@ def train_a2c(config: A2CConfig, max_steps: int | None = None, evaluate: bool = 
         for ret in message.episode_returns:
             history.log_episode(env_steps, time.perf_counter() - start, ret)
         history.log_loss(env_steps, message.loss)
-        if evaluate and evaluation_due(env_steps, history.eval_steps, config.eval_every,
-                                       budget):
+        if config.eval_every is not None and evaluation_due(
+                env_steps, history.eval_steps, config.eval_every, budget):
             eval_return, std = greedy_eval(weights.weights, worker.runner.obs_dim,
                                            worker.runner.action_dim, config,
                                            len(history.eval_steps))
@@ -87,37 +78,31 @@ def train_a2c(config: A2CConfig, max_steps: int | None = None, evaluate: bool = 
                      gradients_by_worker={0: len(stats.staleness)})
 
 
-def train_a3c_ray(config: A2CConfig, num_workers: int = 2,
-                  worker_env_ids: list[str | None] | None = None, max_steps: int | None = None,
-                  evaluate: bool = True, **options: Any) -> A3CResult:
+def train_a3c_ray(config: A2CConfig, **options: Any) -> A3CResult:
     """A3C: each worker's gradient is applied as soon as it arrives, and that worker alone gets
     the new weights and goes on; no worker waits for another.
 
     Args:
-        config: Run settings (``envs_per_worker * n_steps`` rows per gradient).
-        num_workers: Gradient workers.
-        worker_env_ids: Optional env id per worker (``None``: ``config.env_id``).
-        max_steps: Stop after this many env steps (default ``config.total_steps``).
-        evaluate: Run greedy evaluations (and stop when one reaches the target).
+        config: Run settings: ``config.num_workers`` gradient workers, each computing its
+            gradient on ``envs_per_worker * n_steps`` rows of its env (``worker_env_ids``:
+            an id per worker, ``None`` for ``env_id``); ``eval_every=None`` evaluates never.
         options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
             ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
             ``checkpoint_every`` (default 500 updates), ``resume_from``); the roles are
             ``"worker i"`` and ``"gradient server"``, whose network and Adam state a
             checkpoint holds (an A2C checkpoint resumes under A3C and the other way round).
     """
-    return A3CRun(config, num_workers, worker_env_ids, max_steps, evaluate,
-                  build(RunOptions, "train_a3c_ray", options)).run()
+    require_instance("train_a3c_ray", "config", config, A2CConfig, "train_a3c_ray(A2CConfig(...))")
+    return A3CRun(config, build(RunOptions, "train_a3c_ray", options)).run()
 
 
-def train_a2c_ray(config: A2CConfig, num_workers: int = 2,
-                  worker_env_ids: list[str | None] | None = None, max_steps: int | None = None,
-                  evaluate: bool = True, **options: Any) -> A3CResult:
+def train_a2c_ray(config: A2CConfig, **options: Any) -> A3CResult:
     """A2C: every round, all workers compute a gradient on the same weights; the server
     averages the round's gradients and applies them once. A round lasts as long as its slowest
     worker. Arguments as :func:`train_a3c_ray`; a worker that fails is replaced and the round
     goes on with the gradients that arrived."""
-    return A2CRun(config, num_workers, worker_env_ids, max_steps, evaluate,
-                  build(RunOptions, "train_a2c_ray", options)).run()
+    require_instance("train_a2c_ray", "config", config, A2CConfig, "train_a2c_ray(A2CConfig(...))")
+    return A2CRun(config, build(RunOptions, "train_a2c_ray", options)).run()
 
 
 class GradientServerRun(DriverRun):
@@ -128,16 +113,16 @@ class GradientServerRun(DriverRun):
     LEARNER = "gradient server"
     CHECKPOINT_EVERY = 500
 
-    def __init__(self, config: A2CConfig, num_workers: int, env_ids: list[str | None] | None,
-                 max_steps: int | None, evaluate: bool, options: RunOptions) -> None:
-        check_a2c_args(f"train_{self.NAME.lower()}_ray", config, num_workers, max_steps, evaluate)
-        budget = config.total_steps if max_steps is None else max_steps
-        super().__init__(options, budget, f"{self.NAME} ({num_workers} workers)", "A2C", config)
+    def __init__(self, config: A2CConfig, options: RunOptions) -> None:
+        num_workers = config.num_workers
+        super().__init__(options, config.total_steps, f"{self.NAME} ({num_workers} workers)",
+                         "A2C", config)
         self.plan = self.place(num_workers)
         # each env is built here, not only in an actor, so a bad id fails before any starts
-        self.env_ids, self.sizes = check_worker_env_ids(env_ids, num_workers, config.env_id,
-                                                        config.seed, "discrete", "A2C")
-        self.config, self.num_workers, self.evaluate_on = config, num_workers, evaluate
+        self.env_ids, self.sizes = check_worker_env_ids(config.worker_env_ids, num_workers,
+                                                        config.env_id, config.seed, "discrete",
+                                                        "A2C")
+        self.config, self.num_workers = config, num_workers
         self.by_worker: dict[int, int] = {}
         self.weights_ref: Any = None  # the server's latest answer: (weights, version)
 
@@ -193,8 +178,8 @@ class GradientServerRun(DriverRun):
     def maybe_evaluate(self) -> None:
         """A greedy evaluation, in the driver, every ``eval_every`` env steps and at the end."""
         cfg, evals = self.config, len(self.history.eval_steps)
-        if self.evaluate_on and evaluation_due(self.env_steps, self.history.eval_steps,
-                                               cfg.eval_every, self.total_steps):
+        if cfg.eval_every is not None and evaluation_due(
+                self.env_steps, self.history.eval_steps, cfg.eval_every, self.total_steps):
             weights = self.supervisor.get(self.weights_ref, "gradient server",
                                           "sending its weights").weights
             mean, std = greedy_eval(weights, *self.sizes, cfg, evals)

@@ -12,7 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from rlkit.algos.a2c import A2CConfig, A2CLearner, sampling_policy
+from rlkit.algos.a2c import A2CConfig, A2CLearner
+from rlkit.algos.actor_critic import sampling_policy
 from rlkit.core.common import worker_seed
 from rlkit.core.types import Weights
 from rlkit.envs.make import make_env, space_dims

@@ -108,7 +108,7 @@ class ApexRun(DriverRun):
         env.close()
         # the learner gets 1 CPU; the shards share its node with any workers there, the
         # workers fill the rest (on one 2-CPU node: workers and shards 0.25 each)
-        self.plan = self.place(self.apex.num_workers, 0, shards=self.apex.num_shards)
+        self.plan = self.place(self.cfg.num_workers, 0, shards=self.apex.num_shards)
         # every shard's storage and trees, counted on the learner's node (the shards' node)
         # before any shard allocates its own
         k, self.capacity = self.apex.num_shards, max(self.cfg.batch_size,
@@ -130,7 +130,7 @@ class ApexRun(DriverRun):
     def role_names(self) -> list[str]:
         return (["parameter server", *self.learner_roles, "evaluator"]
                 + [f"shard {k}" for k in range(self.apex.num_shards)]
-                + [f"worker {i}" for i in range(self.apex.num_workers)])
+                + [f"worker {i}" for i in range(self.cfg.num_workers)])
 
     def start_roles(self) -> None:
         """Parameter server, shards, learner, workers, evaluator; wait until all answer."""
@@ -151,7 +151,7 @@ class ApexRun(DriverRun):
             sup.start(role, lambda r, rank=rank, role=role: ray.remote(ApexLearner).options(
                 **sup.options(role)).remote(algo, None if rank else channel, shards, "cpu",
                                             rank, world))
-        for i in range(apex.num_workers):
+        for i in range(self.cfg.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ApexWorker).options(
                 **sup.options(f"worker {i}")).remote(algo, i, channel, shards, r))
         sup.start("evaluator", lambda r: ray.remote(Evaluator).options(
@@ -163,7 +163,7 @@ class ApexRun(DriverRun):
         sup.get(sup[self.LEARNER].publish.remote(), self.LEARNER, "publishing its first weights")
 
     def train(self) -> None:
-        for i in range(self.apex.num_workers):
+        for i in range(self.cfg.num_workers):
             self.collect(i)
         super().train()
 
@@ -173,7 +173,7 @@ class ApexRun(DriverRun):
     def collect(self, i: int) -> None:
         if f"worker {i}" not in self.supervisor.handles:  # dropped: its node is gone
             return
-        ref = self.supervisor[f"worker {i}"].collect.remote(self.apex.fragment_steps)
+        ref = self.supervisor[f"worker {i}"].collect.remote(self.cfg.fragment_steps)
         self.expect(ref, f"worker {i}", lambda r, i=i: self.on_fragment(r, i))
 
     # --- events ---------------------------------------------------------------------------

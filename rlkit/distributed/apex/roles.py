@@ -70,20 +70,20 @@ class ApexWorker:
     def __init__(self, algo: ApexAlgorithm, worker_index: int, weights: WeightsChannel,
                  shards: ShardClient, restart: int = 0) -> None:
         torch.set_num_threads(1)
-        apex = algo.apex
+        apex, shape = algo.apex, algo.config
         self.index, self.weights, self.shards = worker_index, weights, shards
         self.shard = worker_index % apex.num_shards
         seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name,
-                                apex.envs_per_worker)
+                                shape.envs_per_worker)
         env = self.runner.env
-        rungs = algo.ladder(apex.num_workers * apex.envs_per_worker)
-        self.rungs = rungs[worker_rungs(worker_index, apex.num_workers)]
+        rungs = algo.ladder(shape.num_actors)
+        self.rungs = rungs[worker_rungs(worker_index, shape.num_workers)]
         self.priorities = algo.make_priority_model(env)
         self.policy = algo.exploration_policy(algo.acting_network(self.priorities), env,
                                               np.random.default_rng(seed), self.rungs)
-        self.nstep = NStepBuilder(apex.n_step, algo.config.gamma, apex.envs_per_worker)
+        self.nstep = NStepBuilder(apex.n_step, shape.gamma, shape.envs_per_worker)
         self.version = 0
 
     def ping(self) -> int:

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from rlkit.algos.a2c import ActorCritic, sampling_policy
+from rlkit.algos.actor_critic import ActorCritic, sampling_policy
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.core.common import worker_seed
 from rlkit.envs.runner import EnvRunner

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.algos.a2c import greedy_eval
+from rlkit.algos.actor_critic import greedy_eval
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.algos.policy_heads import make_actor_critic
 from rlkit.algos.on_policy import algorithm_name, config_action_kind

@@ -39,24 +39,25 @@ __all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "tr
            "train_sac_ray"]
 
 
-def train_dqn_ray(config: DQNConfig, num_workers: int = 2, **options: Any) -> RayResult:
+def train_dqn_ray(config: DQNConfig, **options: Any) -> RayResult:
     """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec`, a CPU learner."""
     require_instance("train_dqn_ray", "config", config, DQNConfig, "train_dqn_ray(DQNConfig(...))")
     options.setdefault("learner_gpus", 0)  # small Q-networks gain nothing from a GPU
     build(RayOptions, "train_dqn_ray", options)  # an unknown option named under this name
-    return train_ray(DQNSpec(config), num_workers, **options)
+    return train_ray(DQNSpec(config), **options)
 
 
-def train_sac_ray(config: SACConfig, num_workers: int = 2, **options: Any) -> RayResult:
+def train_sac_ray(config: SACConfig, **options: Any) -> RayResult:
     """Distributed SAC: :func:`train_ray` with :class:`rlkit.algos.sac.SACSpec`; the learner
     asks for a GPU when the cluster has one and keeps its buffer and updates there."""
     require_instance("train_sac_ray", "config", config, SACConfig, "train_sac_ray(SACConfig(...))")
     build(RayOptions, "train_sac_ray", options)  # an unknown option named under this name
-    return train_ray(SACSpec(config), num_workers, **options)
+    return train_ray(SACSpec(config), **options)
 
 
-def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) -> RayResult:
-    """Train an off-policy algorithm with rollout workers, a learner that owns the buffer, a
+def train_ray(algo: OffPolicyAlgorithm, **options: Any) -> RayResult:
+    """Train an off-policy algorithm with ``algo.config.num_workers`` rollout workers (each
+    ``envs_per_worker`` envs, ``fragment_steps`` per call), a learner that owns the buffer, a
     parameter server and an evaluator; ``options`` are :class:`RayOptions` fields.
 
     The rate limiter: after ``E`` env steps the learner has been asked for exactly
@@ -80,7 +81,7 @@ def train_ray(algo: OffPolicyAlgorithm, num_workers: int = 2, **options: Any) ->
     ``learning_starts`` env steps of replay before they train again.
     """
     opts = build(RayOptions, "train_ray", options)
-    return OffPolicyRun(algo, num_workers, opts).run()
+    return OffPolicyRun(algo, opts).run()
 
 
 class OffPolicyRun(DriverRun):
@@ -89,13 +90,13 @@ class OffPolicyRun(DriverRun):
 
     LEARNER_GROUPS = LEARNER_RESTARTS = True  # each rank keeps a share of the replay
 
-    def __init__(self, algo: OffPolicyAlgorithm, num_workers: int, opts: RayOptions) -> None:
+    def __init__(self, algo: OffPolicyAlgorithm, opts: RayOptions) -> None:
         config = algo.config
         self.SAVE_BUFFER = opts.checkpoint_buffer and opts.num_learners == 1
-        super().__init__(opts, config.total_steps, f"{algo.name}, {num_workers} workers",
+        super().__init__(opts, config.total_steps, f"{algo.name}, {config.num_workers} workers",
                          algo.name, config)
         check_replay_shares(config.batch_size, config.buffer_size, opts.num_learners)
-        self.plan = self.place(num_workers, opts.learner_gpus)
+        self.plan = self.place(config.num_workers, opts.learner_gpus)
         env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early,
         algo.make_policy_network(env)  # on the action space too (a box it cannot map)
         obs_dim, act_dim = space_dims(env)
@@ -105,7 +106,6 @@ class OffPolicyRun(DriverRun):
         check_buffer_memory(config.buffer_size, obs_dim, None if algo.action_kind == "discrete"
                             else act_dim, free=free, where=where)
         self.algo, self.config, self.opts = algo, config, opts
-        self.num_workers = num_workers  # (self.updates: the updates asked of the learner)
         self.launched_steps = self.env_steps
         self.learner_calls: deque[list[ObjectRef]] = deque()  # each: one ref per rank
         self.evaluating = False
@@ -119,12 +119,12 @@ class OffPolicyRun(DriverRun):
         return ["parameter server", *self.learner_roles, "evaluator", *self.worker_names()]
 
     def worker_names(self) -> list[str]:
-        return [f"worker {i}" for i in range(self.num_workers)]
+        return [f"worker {i}" for i in range(self.config.num_workers)]
 
     # --- the loop's events ----------------------------------------------------------------
 
     def train(self) -> None:
-        for i in range(self.num_workers):
+        for i in range(self.config.num_workers):
             self.launch(i)
         super().train()
 
@@ -133,10 +133,10 @@ class OffPolicyRun(DriverRun):
 
     def launch(self, i: int) -> None:
         """Ask worker ``i`` for its next fragment, unless the step budget is launched."""
-        n = min(self.opts.fragment_steps, self.config.total_steps - self.launched_steps)
+        n = min(self.config.fragment_steps, self.config.total_steps - self.launched_steps)
         if n <= 0:
             return
-        per_env = self.opts.envs_per_worker
+        per_env = self.config.envs_per_worker
         n = -(-n // per_env) * per_env  # what the worker will really take
         if f"worker {i}" not in self.supervisor.handles:  # dropped: its node is gone
             return
@@ -258,10 +258,10 @@ class OffPolicyRun(DriverRun):
         learner = sup[self.LEARNER]
         sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
             **sup.options("evaluator")).remote(algo))
-        for i in range(self.num_workers):
+        for i in range(self.config.num_workers):
             sup.start(f"worker {i}", lambda restart, i=i: ray.remote(
                 RolloutWorker).options(**sup.options(f"worker {i}")).remote(
-                algo, i, channel, restart, opts.envs_per_worker))
+                algo, i, channel, restart, self.config.envs_per_worker))
         timeout = max(opts.timeout_s, STARTUP_TIMEOUT_S)
         self.form_learner_group(timeout)
         self.restore_learner(timeout)

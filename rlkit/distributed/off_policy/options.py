@@ -17,12 +17,11 @@ class RayOptions(RunOptions):
     """How :func:`train_ray` runs (not what it learns: that is the algorithm's config): the
     options every driver takes (:class:`~rlkit.distributed.runtime.driver.RunOptions`: ``progress``,
     ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``, ``checkpoint_every``,
-    ``resume_from``), plus the off-policy pattern's own.
+    ``resume_from``), plus the off-policy pattern's own. The workers' count and shape are the
+    config's (:class:`~rlkit.core.workers.WorkerShape`: ``num_workers``, ``envs_per_worker``,
+    ``fragment_steps``).
 
     Attributes:
-        fragment_steps: Env steps per worker call (rounded up to a multiple of
-            ``envs_per_worker``).
-        envs_per_worker: Environments each worker steps in lockstep.
         publish_every: Learner updates between weight publications.
         max_learner_lag: Learner calls queued before the driver waits for the learner.
         learner_gpus: GPUs the learner asks for; ``None``: 1 if the cluster has a GPU, else 0.
@@ -31,8 +30,6 @@ class RayOptions(RunOptions):
             loop's, so either resumes the other's run; ``checkpoint_every`` defaults to 5000).
     """
 
-    fragment_steps: int = integer(100, 1)
-    envs_per_worker: int = integer(1, 1)
     publish_every: int = integer(16, 1)
     max_learner_lag: int = integer(2, 1)
     learner_gpus: float | None = number(None, at_least=0, optional=True, example=1)

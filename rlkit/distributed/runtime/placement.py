@@ -284,7 +284,7 @@ def workers_to_fill(cluster: Sequence[Node], learners: int = 1, shards: int = 0)
     The drivers' ``num_workers`` default does not grow with the cluster on purpose: the number
     of workers changes what a run learns (Ape-X's exploration ladder, IMPALA's policy lag,
     A3C's staleness), so the same call gives the same run wherever it runs. To use a bigger
-    cluster, ask for it: ``train_dqn_ray(config, num_workers=workers_to_fill(cluster_nodes()))``.
+    cluster, ask for it: ``DQNConfig(num_workers=workers_to_fill(cluster_nodes()))``.
     """
     free = sorted((n.cpus for n in cluster), reverse=True)
     for _ in range(learners):  # each rank takes a CPU of the node with the most left
