@@ -222,3 +222,24 @@ def test_messages_between_processes_are_typed():
         assert set(untyped) <= {"__getstate__"}, f"{module} returns untyped dicts: {untyped}"
         assert not re.search(r'(report|stats|metrics)\[["\']', text), \
             f"{module} reads a message by key"
+
+
+@pytest.mark.parametrize("package", ["rlkit.algos", "rlkit.distributed", "rlkit.train"])
+def test_package_exports_resolve_and_load_lazily(package):
+    """``from rlkit.algos import DQNConfig`` and the like (issue 39: a notebook imports what it
+    needs from a handful of places): every export is the object its module defines; and
+    importing one algorithm's module (as a Ray worker does) imports no other algorithm."""
+    import importlib
+    import subprocess
+    import sys
+
+    pkg = importlib.import_module(package)
+    assert pkg.__all__ == sorted(pkg.EXPORTS)
+    for name, module in pkg.EXPORTS.items():
+        assert getattr(pkg, name) is getattr(importlib.import_module(f"{package}.{module}"), name)
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        getattr(pkg, "NoSuchThing")
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, rlkit.algos.dqn; print(' '.join(sys.modules))"],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert not {"rlkit.algos.ppo", "rlkit.algos.sac", "rlkit.algos.apex"} & set(loaded)

@@ -1,5 +1,13 @@
-"""Training in one process: the loop (:mod:`rlkit.train.loop`) and checkpoints."""
+"""Training in one process: the loops and checkpoints. The trainers are importable from here
+(``from rlkit.train import train_dqn``), each imported from its module on first use."""
 
-from rlkit.train.loop import TrainResult, train_dqn, train_sac, train_single_process
+from rlkit.core.exports import lazy_exports
 
-__all__ = ["TrainResult", "train_dqn", "train_sac", "train_single_process"]
+EXPORTS = {
+    "train_dqn": "loop", "train_sac": "loop", "train_single_process": "loop",
+    "TrainResult": "loop",
+    "train_impala": "impala", "IMPALAResult": "impala",
+    "train_ppo": "ppo",
+}
+__all__ = sorted(EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)
