@@ -151,3 +151,19 @@ def test_more_shards_than_cpus_fails_before_any_actor_starts(ray_cluster):
     with pytest.raises(ValueError, match="num_shards=3 is more than the cluster's 2 CPUs"):
         train_apex_ray(algo)
 
+
+
+def test_ape_x_takes_any_algorithm_with_the_protocols_members():
+    """No list of allowed classes (issue 39): an object with every member of ApexAlgorithm is
+    taken; one missing a member is refused naming it, before anything starts."""
+    from types import SimpleNamespace
+
+    from rlkit.algos.apex import ApexAlgorithm, check_apex_algorithm
+
+    algo = ApexDQN(SMALL_DQN)
+    members = {m: getattr(algo, m) for m in (*ApexAlgorithm.__annotations__,
+                                             *(n for n in vars(ApexAlgorithm) if n[0] != "_"))}
+    check_apex_algorithm("train_apex_ray", SimpleNamespace(**members))  # duck-typed: taken
+    del members["ladder"]
+    with pytest.raises(TypeError, match=r"got SimpleNamespace, which lacks ladder. Fix:"):
+        check_apex_algorithm("train_apex_ray", SimpleNamespace(**members))

@@ -107,7 +107,8 @@ CASES = [
      r"was trained with env_id='CartPole-v1', but this config has env_id='Acrobot-v1'"),
     # the newer drivers (issue 24): the wrong config type, an unknown option, bad arguments
     ("Ape-X given a bare DQNConfig", lambda ck: train_apex_ray(SMALL), TypeError,
-     r"train_apex_ray takes an ApexDQN or ApexDDPG as algo, got DQNConfig. Fix:"),
+     r"train_apex_ray takes an Ape-X algorithm \(an ApexAlgorithm: .*got DQNConfig, which "
+     r"lacks name, .*apex, ladder, .*Fix: train_apex_ray\(ApexDQN\("),
     ("IMPALA given an A2CConfig", lambda ck: train_impala_ray(A2CConfig()), TypeError,
      r"train_impala_ray takes an IMPALAConfig as config, got A2CConfig. Fix:"),
     ("A3C given an IMPALAConfig", lambda ck: train_a3c_ray(IMPALAConfig()), TypeError,

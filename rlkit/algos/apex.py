@@ -113,6 +113,19 @@ class ApexAlgorithm(Protocol):
     def replay_action_dim(self, env: gym.Env) -> int | None: ...
 
 
+def check_apex_algorithm(owner: str, algo: Any) -> None:
+    """Refuse, before anything starts, an ``algo`` that is not an :class:`ApexAlgorithm` (any
+    class with its members runs: ``ApexDQN``, ``ApexDDPG`` or your own), naming what it lacks."""
+    members = [*ApexAlgorithm.__annotations__,
+               *(n for n in vars(ApexAlgorithm) if not n.startswith("_"))]
+    missing = [m for m in dict.fromkeys(members) if not hasattr(algo, m)]
+    if missing:
+        raise TypeError(f"{owner} takes an Ape-X algorithm (an ApexAlgorithm: ApexDQN, ApexDDPG "
+                        f"or your own), got {type(algo).__name__}, which lacks "
+                        f"{', '.join(missing)}. Fix: {owner}(ApexDQN(DQNConfig(...), "
+                        f"ApexConfig(...))).")
+
+
 class ApexDQN(DQNSpec):
     """DQN under Ape-X: each env acts epsilon-greedily at its own fixed epsilon."""
 

@@ -23,6 +23,7 @@ from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
 from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
                                    text)
+from rlkit.core.types import ActionKind
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment, check_fragment
 
@@ -110,6 +111,23 @@ class IMPALAConfig(Validated):
     @property
     def steps_per_fragment(self) -> int:
         return self.unroll_length * self.envs_per_worker
+
+    # the on-policy spec (rlkit.core.types.OnPolicyAlgorithm): what this config trains, said by
+    # the config itself (PPOConfig overrides all three), never by an isinstance in a loop
+    @property
+    def algorithm(self) -> str:
+        """What this config trains, in progress bars, roles' errors and checkpoints."""
+        return "IMPALA"
+
+    @property
+    def action_kind(self) -> ActionKind:
+        """``"discrete"``: IMPALA's learner is categorical (another env is refused where it is
+        built, naming the field)."""
+        return "discrete"
+
+    def make_learner(self, obs_dim: int, n_actions: int) -> VTraceLearner:
+        """The learner of what this config trains; it takes ``update(fragments)``."""
+        return VTraceLearner(obs_dim, n_actions, self)
 
     @property
     def minibatches(self) -> int:

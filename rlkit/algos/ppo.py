@@ -33,6 +33,7 @@ from rlkit.algos.policy_heads import action_kind_of, evaluate_actions, make_acto
 from rlkit.algos.vtrace import vtrace
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
+from rlkit.core.types import ActionKind
 from rlkit.core.validation import fail, flag, integer, number
 from rlkit.envs.runner import Fragment
 
@@ -97,6 +98,20 @@ class PPOConfig(IMPALAConfig):
                  " env steps), so no minibatch could be filled",
                  f"use minibatch_size <= {self.steps_per_batch}, e.g. "
                  f"{max(1, self.steps_per_batch // 4)} (four minibatches per epoch)")
+
+    @property
+    def algorithm(self) -> str:
+        """``"PPO"`` (synchronous) or ``"APPO"``."""
+        return "PPO" if self.synchronous else "APPO"
+
+    @property
+    def action_kind(self) -> ActionKind:
+        """The env's: PPO and APPO act on discrete actions (categorical head) or a 1-D box
+        (Gaussian head)."""
+        return action_kind_of(self.env_id)
+
+    def make_learner(self, obs_dim: int, n_actions: int) -> PPOLearner:
+        return PPOLearner(obs_dim, n_actions, self)
 
     @property
     def steps_per_batch(self) -> int:

@@ -178,3 +178,34 @@ class OffPolicyAlgorithm(Protocol):
     def make_buffer(self, env: gym.Env, device: torch.device) -> Any: ...
 
     def loss_of(self, metrics: dict[str, Any]) -> Any: ...
+
+
+class OnPolicyAlgorithm(Protocol):
+    """What the on-policy machinery needs to know about one algorithm: its config says it.
+
+    IMPALA's one-process loop (:mod:`rlkit.train.impala`), the actor-learner queue driver and
+    its roles (:mod:`rlkit.distributed.impala`) are written once against this protocol.
+    ``rlkit.algos.impala.IMPALAConfig`` implements it (IMPALA), and ``rlkit.algos.ppo.PPOConfig``
+    overrides it (PPO, APPO). Acting and evaluating are shared: every on-policy learner's network
+    is ``rlkit.algos.policy_heads.make_actor_critic(obs_dim, n_actions, hidden, action_kind)``,
+    sampled by ``acting_policy`` and evaluated greedily. A new on-policy algorithm subclasses a
+    config and overrides these three (see docs/architecture.md).
+    """
+
+    env_id: str
+    hidden: tuple[int, ...]
+    num_workers: int
+    envs_per_worker: int
+
+    @property
+    def algorithm(self) -> str:
+        """Its name in progress bars, roles' errors and checkpoints (``"IMPALA"``, ``"PPO"``)."""
+        ...
+
+    @property
+    def action_kind(self) -> ActionKind: ...
+
+    def make_learner(self, obs_dim: int, n_actions: int) -> Any:
+        """A learner with ``update(fragments) -> metrics``, ``get_weights()``,
+        ``state_dict()``, ``load_state_dict()`` and an ``updates`` counter."""
+        ...

@@ -25,7 +25,6 @@ import torch
 from rlkit.algos.actor_critic import greedy_eval
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
-from rlkit.algos.on_policy import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import evaluation_due, worker_seed
 from rlkit.core.metrics import History, RunResult
 from rlkit.core.networks import load_numpy_weights
@@ -125,13 +124,13 @@ def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = 
     check_value("policy_lag", policy_lag, int_rule(0, example=4))
     check_value("progress", progress, FLAG)
     check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
-    name, kind = algorithm_name(config), config_action_kind(config)
+    name, kind = config.algorithm, config.action_kind
     resumed = None if resume_from is None else load_checkpoint(resume_from, name, config)
     torch.set_num_threads(1)
     runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), kind, name,
                          config.envs_per_worker) for i in range(config.num_workers)]
     obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
-    learner = make_learner(config, obs_dim, n_actions)
+    learner = config.make_learner(obs_dim, n_actions)
     acting = make_actor_critic(obs_dim, n_actions, config.hidden, kind)
     rng = np.random.default_rng(config.seed)
     policy = acting_policy(acting, rng)
@@ -217,7 +216,7 @@ class _OnPolicyRun:
             mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config,
                                     self.evals, make_actor_critic(obs_dim, n_actions,
                                                                   config.hidden,
-                                                                  config_action_kind(config)))
+                                                                  config.action_kind))
             self.history.log_eval(self.env_steps, clock(), mean, std)
             self.evals, self.eval_return = self.evals + 1, mean
             self.solved = config.target_return is not None and mean >= config.target_return

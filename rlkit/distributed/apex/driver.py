@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from rlkit.algos.apex import ApexAlgorithm, ApexDDPG, ApexDQN
+from rlkit.algos.apex import ApexAlgorithm, check_apex_algorithm
 from rlkit.core.common import eval_seed, evaluation_due
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
-from rlkit.core.validation import build, require_instance
+from rlkit.core.validation import build
 from rlkit.distributed.apex.roles import ApexLearner, ApexLearnerReport, ApexWorker
 from rlkit.distributed.apex.shards import RayShards, ReplayShard
 from rlkit.distributed.runtime.cluster import require_ray
@@ -61,7 +61,8 @@ class ApexResult(RunResult):
 
 
 def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
-    """Train ``algo`` (``ApexDQN`` or ``ApexDDPG``) with Ape-X on the running Ray cluster.
+    """Train ``algo`` (any :class:`~rlkit.algos.apex.ApexAlgorithm`: ``ApexDQN``, ``ApexDDPG``
+    or your own) with Ape-X on the running Ray cluster.
 
     Stops at the first evaluation reaching ``config.target_return`` or after
     ``config.total_steps`` env steps. Call :func:`rlkit.distributed.runtime.cluster.init_ray` first.
@@ -83,8 +84,7 @@ def train_apex_ray(algo: ApexAlgorithm, **options: Any) -> ApexResult:
         ValueError: if the cluster cannot hold the workers and shards (more shards than
             CPUs, say), before any actor starts.
     """
-    require_instance("train_apex_ray", "algo", algo, (ApexDQN, ApexDDPG),
-                     "train_apex_ray(ApexDQN(DQNConfig(...), ApexConfig(...)))")
+    check_apex_algorithm("train_apex_ray", algo)
     return ApexRun(algo, build(RunOptions, "train_apex_ray", options)).run()
 
 

@@ -19,7 +19,6 @@ import numpy as np
 from rlkit.algos.actor_critic import greedy_eval
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.algos.policy_heads import make_actor_critic
-from rlkit.algos.on_policy import algorithm_name, config_action_kind
 from rlkit.algos.ppo import PPOConfig
 from rlkit.core.common import evaluation_due
 from rlkit.core.types import Weights
@@ -56,9 +55,9 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
     require_instance("train_impala_ray", "config", config, IMPALAConfig,
                      "train_impala_ray(IMPALAConfig(...))")
     if isinstance(config, PPOConfig):
-        raise TypeError(f"train_impala_ray was given a PPOConfig ({algorithm_name(config)}), "
+        raise TypeError(f"train_impala_ray was given a PPOConfig ({config.algorithm}), "
                         f"whose learner and checks belong to the PPO family. Fix: call "
-                        f"train_{algorithm_name(config).lower()}_ray(config).")
+                        f"train_{config.algorithm.lower()}_ray(config).")
     return ImpalaRun(config, build(RunOptions, "train_impala_ray", options)).run()
 
 
@@ -83,7 +82,7 @@ def _train_ppo_family(owner: str, config: PPOConfig, synchronous: bool,
     require_instance(owner, "config", config, PPOConfig, f"{owner}(PPOConfig(...))")
     if config.synchronous != synchronous:
         other = "train_appo_ray" if synchronous else "train_ppo_ray"
-        fail("synchronous", config.synchronous, f"trains {algorithm_name(config)}, but "
+        fail("synchronous", config.synchronous, f"trains {config.algorithm}, but "
              f"{owner} runs {'PPO' if synchronous else 'APPO'}", f"pass "
              f"dataclasses.replace(config, synchronous={synchronous}), or call {other}")
     return ImpalaRun(config, build(RunOptions, owner, options)).run()
@@ -97,7 +96,7 @@ class ImpalaRun(DriverRun):
     LEARNER_GROUPS = LEARNER_RESTARTS = True
 
     def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
-        name = algorithm_name(config)
+        name = config.algorithm
         super().__init__(options, config.total_steps, f"{name} (Ray)", name, config)
         self.config = config
         check_group_share(options.num_learners, "batch_fragments", config.batch_fragments)
@@ -107,7 +106,7 @@ class ImpalaRun(DriverRun):
                  f"update, fewer than the {config.minibatches} SGD steps every rank takes",
                  f"use fewer learners, or minibatch_envs >= {-(-columns // share)}")
         self.place(config.num_workers)  # refused here if it cannot be placed
-        self.kind = config_action_kind(config)
+        self.kind = config.action_kind
         probe = make_env(config.env_id, config.seed, self.kind, name)
         self.obs_dim, self.n_actions = space_dims(probe)
         probe.close()

@@ -27,7 +27,6 @@ import torch
 
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
-from rlkit.algos.on_policy import algorithm_name, config_action_kind, make_learner
 from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
@@ -83,8 +82,8 @@ class ImpalaActor:
         seed = worker_seed(config.seed, index, restart)
         self.config, self.index, self.queue = config, index, queue
         self.timeout_s = timeout_s
-        kind = config_action_kind(config)
-        self.runner = EnvRunner(config.env_id, seed, kind, algorithm_name(config),
+        kind = config.action_kind
+        self.runner = EnvRunner(config.env_id, seed, kind, config.algorithm,
                                 config.envs_per_worker)
         self.net = make_actor_critic(self.runner.obs_dim, self.runner.action_dim, config.hidden,
                                      kind)
@@ -155,7 +154,7 @@ class ImpalaLearner(SavesLearner, GroupMember):
         torch.set_num_threads(1)
         self.config, self.queue, self.timeout_s = config, queue, timeout_s
         self.rank, self.world_size = rank, world_size
-        self.learner = make_learner(config, obs_dim, n_actions)  # V-trace's, or PPO's
+        self.learner = config.make_learner(obs_dim, n_actions)  # V-trace's, or PPO's
         self.version_offset = 0  # > 0 after a restart from a checkpoint (see after_restore)
         self.consumed = 0  # real env steps in the batches this rank trained on
         self.publish()
