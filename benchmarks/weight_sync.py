@@ -4,7 +4,7 @@
 
 Measured for the DQN Q-network and the SAC actor, on a local Ray instance, two ways:
 
-* **as training pays it** (the target): *publish* is what :meth:`LearnerWorker.publish` costs
+* **as training pays it** (the target): *publish* is what :meth:`OffPolicyLearner.publish` costs
   the learner during training (``get_weights`` + sending the server the weights, without
   waiting for the answer); *fetch* is what :meth:`RolloutWorker.sync_weights` costs the
   worker at the start of a fragment when a new version is waiting (read the answer it asked for
@@ -73,7 +73,7 @@ def main() -> None:
 
     from rlkit.algos.dqn import DQNConfig, DQNSpec
     from rlkit.algos.sac import SACConfig, SACSpec
-    from rlkit.distributed.off_policy.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import OffPolicyLearner
     from rlkit.distributed.runtime.cluster import init_ray
     from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 
@@ -85,7 +85,7 @@ def main() -> None:
                            ("sac actor 256x256", SACSpec(SACConfig(hidden=(256, 256)))),
                            ("sac actor 128x128 (notebook 03)", SACSpec(SACConfig()))):
             ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
-            learner = LearnerWorker(spec, RayChannel(ps), device="cpu")
+            learner = OffPolicyLearner(spec, RayChannel(ps), device="cpu")
             fetcher = ray.remote(_Fetcher).options(num_cpus=0).remote(spec, ps)
             publish, fetch, blocking_publish, blocking_fetch = [], [], [], []
             for _ in range(args.repeats):

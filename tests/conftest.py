@@ -16,9 +16,9 @@ from rlkit.algos.impala import IMPALAConfig
 CLUSTER_IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, eval_every=50_000,
                               total_steps=3_000_000)
 
-ACTOR_CLASSES = ("RolloutWorker", "LearnerWorker", "Evaluator", "ParameterServer",
-                 "GradientWorker", "GradientServer", "ImpalaActor", "ImpalaLearner",
-                 "TrajectoryQueue", "ReplayShard", "ApexWorker", "ApexLearner")
+ACTOR_CLASSES = ("RolloutWorker", "OffPolicyLearner", "Evaluator", "ParameterServer",
+                 "GradientWorker", "GradientServer", "IMPALAWorker", "IMPALALearner",
+                 "FragmentQueue", "ReplayShard", "ApexWorker", "ApexLearner")
 
 
 #: A notebook cell that uses Ray's core as notebook 00 does: a remote function and an actor class
@@ -117,7 +117,7 @@ def wait_until_no_actors(seconds: float = 30.0) -> list[str]:
     driver itself waits up to ``EXIT_TIMEOUT_S`` = 10 s for Ray to report them dead). A run that
     fails while its roles are still starting can leave one being built (importing torch: 3-6 s
     idle) when it is killed; on a loaded machine (a busy process per core, plus a second Ray
-    session) one such ``LearnerWorker`` was still there 10 s after the driver's own wait. The
+    session) one such ``OffPolicyLearner`` was still there 10 s after the driver's own wait. The
     poll returns as soon as nothing is left, so 30 s costs nothing when all is well and keeps
     the check ("nothing we start is left running") true on a machine 3x slower."""
     deadline = time.monotonic() + seconds

@@ -6,7 +6,7 @@ import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.core.common import evaluation_due, updates_due
-from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
+from rlkit.distributed.off_policy.roles import OffPolicyLearner, RolloutWorker
 from rlkit.distributed.runtime.placement import plan_resources
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import LocalChannel, ParameterServer
@@ -27,7 +27,7 @@ def test_parameter_server_versions():
 
 def test_rollout_worker_fragment_shapes_and_weight_sync():
     ps = ParameterServer()
-    learner = LearnerWorker(SPEC, LocalChannel(ps), publish_every=5)
+    learner = OffPolicyLearner(SPEC, LocalChannel(ps), publish_every=5)
     worker = RolloutWorker(SPEC, 0, LocalChannel(ps))
     batch, stats = worker.collect(64, random_action_prob=0.5)
     assert stats.weights_version == 0  # nothing published yet
@@ -55,7 +55,7 @@ def test_workers_have_different_random_streams():
 
 def test_learner_trains_as_told_and_publishes_every_k_updates():
     ps = ParameterServer()
-    learner = LearnerWorker(SPEC, LocalChannel(ps), publish_every=5)
+    learner = OffPolicyLearner(SPEC, LocalChannel(ps), publish_every=5)
     batch, _ = RolloutWorker(SPEC, 0).collect(200, 1.0)
     metrics = learner.add_and_train(batch, 0)
     assert metrics.updates == 0 and metrics.buffer_size == 200 and np.isnan(metrics.loss)
@@ -88,7 +88,7 @@ def test_single_process_does_the_updates_the_rate_limiter_allows():
 
 
 def test_evaluator_returns_one_return_per_episode():
-    learner = LearnerWorker(SPEC)
+    learner = OffPolicyLearner(SPEC)
     returns = Evaluator(SPEC).evaluate(learner.get_weights(), episodes=3, seed=0)
     assert returns.shape == (3,) and (returns >= 1).all()
 

@@ -150,7 +150,7 @@ def test_modules_stay_small(module):
 #: filled in.
 DRIVERS = {"rlkit.distributed.off_policy.driver": ["OffPolicyRun"],
            "rlkit.distributed.apex.driver": ["ApexRun"],
-           "rlkit.distributed.impala.driver": ["ImpalaRun"],
+           "rlkit.distributed.impala.driver": ["IMPALARun"],
            "rlkit.distributed.a3c.driver": ["A3CRun", "A2CRun"]}
 
 

@@ -24,11 +24,11 @@ from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.ppo import PPOConfig
 from rlkit.algos.sac import SACConfig
 from rlkit.core.validation import RULE, Rule
-from rlkit.distributed.off_policy.options import RayOptions
+from rlkit.distributed.off_policy.options import OffPolicyOptions
 from rlkit.distributed.runtime.options import RunOptions
 
 CONFIGS = [DQNConfig, SACConfig, DDPGConfig, A2CConfig, IMPALAConfig, PPOConfig, ApexConfig,
-           RunOptions, RayOptions]
+           RunOptions, OffPolicyOptions]
 
 
 def hostile_values(rule: Rule) -> list:
@@ -104,7 +104,7 @@ def test_the_defaults_and_their_numpy_twins_are_accepted_as_plain_python(tmp_pat
 
 @pytest.mark.parametrize("cls, key, near", [(DQNConfig, "gama", "gamma"),
                                             (IMPALAConfig, "num_actors", "num_workers"),
-                                            (RayOptions, "timeout", "timeout_s")])
+                                            (OffPolicyOptions, "timeout", "timeout_s")])
 def test_a_misspelt_setting_is_named_with_its_closest_match(cls, key, near):
     with pytest.raises(TypeError, match=rf"{cls.__name__} got an unknown setting '{key}'. Fix: "
                                         rf"did you mean '{near}'\?"):
@@ -140,7 +140,7 @@ CROSS = [
     (lambda: ApexConfig(sigma_max=math.inf), r"sigma_max=inf must be a finite number"),
     (lambda: SACConfig(target_return=math.nan), r"target_return=nan must be a finite number "
      r"or None"),
-    (lambda: RayOptions(checkpoint_every=0), r"checkpoint_every=0 must be an int >= 1"),
+    (lambda: OffPolicyOptions(checkpoint_every=0), r"checkpoint_every=0 must be an int >= 1"),
     (lambda: RunOptions(checkpoint_every=5), r"checkpoint_every=5 says how often to save, but "
      r"checkpoint_dir is not set.*Fix:"),
 ]

@@ -192,9 +192,9 @@ def test_dqn_update_on_cuda_keeps_metrics_on_the_device_and_matches_the_cpu():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_nan_loss_on_cuda_is_caught_once_per_batch_of_updates():
     from rlkit.algos.dqn import DQNSpec
-    from rlkit.distributed.off_policy.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import OffPolicyLearner
 
-    learner = LearnerWorker(DQNSpec(DQNConfig(hidden=(16, 16), batch_size=16,
+    learner = OffPolicyLearner(DQNSpec(DQNConfig(hidden=(16, 16), batch_size=16,
                                               learning_starts=16)), device="cuda")
     with pytest.raises(FloatingPointError, match="loss"):
         learner.add_and_train(_hand_batch(reward=float("nan")), num_updates=4)

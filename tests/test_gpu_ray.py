@@ -47,11 +47,11 @@ def test_a_cpu_learner_can_be_forced_on_a_gpu_cluster(gpu_cluster):
 
 def test_a_killed_learner_actor_frees_its_gpu_memory(gpu_cluster):
     from rlkit.algos.sac import SACSpec
-    from rlkit.distributed.off_policy.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import OffPolicyLearner
 
     free_before, _ = torch.cuda.mem_get_info()
     cfg = SACConfig(hidden=(256, 256), batch_size=256, buffer_size=1_000_000)
-    learner = ray.remote(LearnerWorker).options(num_cpus=1, num_gpus=1).remote(
+    learner = ray.remote(OffPolicyLearner).options(num_cpus=1, num_gpus=1).remote(
         SACSpec(cfg), None, 10, "cuda")
     ray.get(learner.get_weights.remote())  # the actor is up, its buffer allocated on the GPU
     held = free_before - torch.cuda.mem_get_info()[0]

@@ -52,12 +52,12 @@ def test_take_waits_for_a_copy_still_queued_behind_gpu_work():
 def test_the_learner_publishes_complete_versions_without_waiting_per_update():
     from rlkit.algos.sac import SACConfig, SACSpec
     from rlkit.core.types import Batch
-    from rlkit.distributed.off_policy.roles import LearnerWorker
+    from rlkit.distributed.off_policy.roles import OffPolicyLearner
     from rlkit.distributed.runtime.parameter_server import LocalChannel, ParameterServer
 
     ps = ParameterServer()
     cfg = SACConfig(hidden=(64, 64), batch_size=64, learning_starts=64)
-    learner = LearnerWorker(SACSpec(cfg), LocalChannel(ps), publish_every=2, device="cuda")
+    learner = OffPolicyLearner(SACSpec(cfg), LocalChannel(ps), publish_every=2, device="cuda")
     assert learner.host_copy is not None
     rng = np.random.default_rng(0)
     n = 512

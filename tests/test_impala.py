@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rlkit.algos.impala import IMPALAConfig, VTraceLearner, impala_loss, stack_fragments
-from rlkit.distributed.impala.roles import ImpalaActor, ImpalaLearner, TrajectoryQueue
+from rlkit.distributed.impala.roles import IMPALAWorker, IMPALALearner, FragmentQueue
 from rlkit.envs.runner import EnvRunner, check_fragment
 from rlkit.train.impala import train_impala
 
@@ -66,9 +66,9 @@ def test_mismatched_fragment_is_rejected_naming_the_field():
 
 
 def test_actor_and_learner_in_process_measure_lag():
-    queue = TrajectoryQueue(maxsize=4)
-    learner = ImpalaLearner(SMALL, 4, 2, queue)  # publishes version 0
-    actor = ImpalaActor(SMALL, 0, queue)
+    queue = FragmentQueue(maxsize=4)
+    learner = IMPALALearner(SMALL, 4, 2, queue)  # publishes version 0
+    actor = IMPALAWorker(SMALL, 0, queue)
     assert actor.run(max_fragments=2) == 2  # acts with version 0
     out = learner.train(1)
     assert out.lags == [0, 0] and out.updates == 1
@@ -89,9 +89,9 @@ def _wait_until(condition, seconds: float = 30.0) -> None:
 
 
 def test_slow_learner_makes_actors_wait_and_queue_stays_bounded():
-    queue = TrajectoryQueue(maxsize=3)
-    ImpalaLearner(SMALL, 4, 2, queue)  # publishes version 0, then is never asked to train
-    actors = [ImpalaActor(SMALL, i, queue) for i in range(2)]
+    queue = FragmentQueue(maxsize=3)
+    IMPALALearner(SMALL, 4, 2, queue)  # publishes version 0, then is never asked to train
+    actors = [IMPALAWorker(SMALL, i, queue) for i in range(2)]
     shipped = []
     threads = [threading.Thread(target=lambda a=a: shipped.append(a.run())) for a in actors]
     try:
@@ -122,9 +122,9 @@ def test_a_shrunk_round_releases_a_learner_waiting_for_a_lost_workers_fragment()
     a batch of two, takes the one fragment the worker left sends (issue 38). A fragment the
     lost worker sent before it went is dropped: taken alone, it would make a round of its own,
     and every round after would train on fragments one version old."""
-    queue = TrajectoryQueue(maxsize=4)
-    left, lost = ImpalaActor(SMALL, 0, queue), ImpalaActor(SMALL, 1, queue)
-    queue.publish(0, ImpalaLearner(SMALL, 4, 2, queue).learner.get_weights())
+    queue = FragmentQueue(maxsize=4)
+    left, lost = IMPALAWorker(SMALL, 0, queue), IMPALAWorker(SMALL, 1, queue)
+    queue.publish(0, IMPALALearner(SMALL, 4, 2, queue).learner.get_weights())
     queue.put(left.collect(), timeout=5.0)
     got = []
     waiting = threading.Thread(target=lambda: got.append(queue.get_batch(2, timeout=60.0)))
@@ -137,7 +137,7 @@ def test_a_shrunk_round_releases_a_learner_waiting_for_a_lost_workers_fragment()
     queue.put(left.collect(), timeout=5.0)
     assert len(queue.get_batch(2, timeout=5.0)) == 1  # and every round after
 
-    other = TrajectoryQueue(maxsize=4)  # the lost worker had sent its share of the round
+    other = FragmentQueue(maxsize=4)  # the lost worker had sent its share of the round
     other.put(lost.collect(), timeout=5.0)
     other.shrink_rounds(1, 2, lost=1)
     assert other.stats().size == 0  # dropped: the round waits for the worker left
@@ -147,9 +147,9 @@ def test_a_worker_waits_for_weights_through_a_learner_group_restart_and_no_longe
     """After a rank's node is lost the group restarts (seconds, on a loaded machine more than a
     worker's wait for weights): a synchronous worker waiting for the next version must wait on,
     not fail and be restarted (issue 38). Once the restart is over, its wait runs out again."""
-    queue = TrajectoryQueue(maxsize=4)
-    worker = ImpalaActor(SMALL, 0, queue, timeout_s=0.05)
-    weights = ImpalaLearner(SMALL, 4, 2, queue).learner.get_weights()
+    queue = FragmentQueue(maxsize=4)
+    worker = IMPALAWorker(SMALL, 0, queue, timeout_s=0.05)
+    weights = IMPALALearner(SMALL, 4, 2, queue).learner.get_weights()
     queue.publish(3, weights)
     worker.load_newer(-1)
     assert worker.version == 3
@@ -178,7 +178,7 @@ def test_a_restart_ends_the_old_ranks_waits_so_the_new_ranks_get_the_next_fragme
     """A killed rank's ``get_batch`` still waits in the queue's thread: without the restart's
     signal it would take the first fragment sent after the restart, and the new group (in a
     synchronous run, whose workers then wait for weights) would wait for it until timeouts."""
-    queue = TrajectoryQueue(maxsize=4)
+    queue = FragmentQueue(maxsize=4)
     got = []
     old_rank = threading.Thread(target=lambda: got.append(queue.get_batch(1, timeout=60.0)))
     old_rank.start()
@@ -187,13 +187,13 @@ def test_a_restart_ends_the_old_ranks_waits_so_the_new_ranks_get_the_next_fragme
     old_rank.join(timeout=10.0)
     assert got == [[]]  # ended, empty-handed
     queue.learner_restart(False)
-    queue.put(ImpalaActor(SMALL, 1, queue).collect(), timeout=5.0)
+    queue.put(IMPALAWorker(SMALL, 1, queue).collect(), timeout=5.0)
     assert [f.worker for f in queue.get_batch(1, timeout=5.0)] == [1]  # the new rank's
 
 
 def test_queue_get_times_out_with_a_clear_error():
     with pytest.raises(TimeoutError, match=r"got 0 of the 2 fragments.*Fix"):
-        TrajectoryQueue(maxsize=2).get_batch(2, timeout=0.1)
+        FragmentQueue(maxsize=2).get_batch(2, timeout=0.1)
 
 
 def test_single_process_is_reproducible_and_learns_shape():
@@ -250,7 +250,7 @@ def test_an_update_takes_one_sgd_step_per_interleaved_group_of_env_columns():
 
 def test_minibatch_envs_is_impala_s_and_a_group_needs_a_column_per_step():
     from rlkit.algos.ppo import PPOConfig
-    from rlkit.distributed.impala.driver import ImpalaRun
+    from rlkit.distributed.impala.driver import IMPALARun
     from rlkit.distributed.runtime.options import RunOptions
 
     with pytest.raises(ValueError, match=r"minibatch_envs=4 is IMPALA's.*Fix: set minibatch_size"):
@@ -261,7 +261,7 @@ def test_minibatch_envs_is_impala_s_and_a_group_needs_a_column_per_step():
     config = dataclasses.replace(SMALL, minibatch_envs=1)
     with pytest.raises(ValueError, match=r"num_learners=2 leaves each rank 2 env columns per "
                        r"update, fewer than the 4 SGD steps.*minibatch_envs >= 2"):
-        ImpalaRun(config, RunOptions(num_learners=2))
+        IMPALARun(config, RunOptions(num_learners=2))
 
 
 # ---------------------------------------------------------------- under Ray
@@ -275,7 +275,7 @@ def no_impala_processes(seconds=10.0):
     from conftest import our_ray_processes
 
     deadline = time.monotonic() + seconds
-    names = ("ImpalaActor", "ImpalaLearner", "TrajectoryQueue")
+    names = ("IMPALAWorker", "IMPALALearner", "FragmentQueue")
     while (left := [p for p in our_ray_processes() if any(n in p for n in names)]) \
             and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -285,8 +285,8 @@ def no_impala_processes(seconds=10.0):
 @pytest.mark.ray
 def test_ray_queue_back_pressure_blocks_an_actor(ray_cluster):
     ray = ray_cluster
-    queue = ray.remote(TrajectoryQueue).options(num_cpus=0, max_concurrency=6).remote(2)
-    actor = ray.remote(ImpalaActor).options(num_cpus=0.5).remote(RAY_CONFIG, 0, queue)
+    queue = ray.remote(FragmentQueue).options(num_cpus=0, max_concurrency=6).remote(2)
+    actor = ray.remote(IMPALAWorker).options(num_cpus=0.5).remote(RAY_CONFIG, 0, queue)
     try:
         ray.get([queue.publish.remote(0, None), actor.ping.remote()], timeout=60)
         run = actor.run.remote()

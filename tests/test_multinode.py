@@ -203,7 +203,7 @@ def test_with_no_room_for_a_lost_rank_the_run_stops_after_timeout_s_naming_the_l
 
 def test_a_sac_learner_group_keeps_the_update_ratio_and_every_transition(nodes_cluster):
     """A short run (a group's arithmetic is test_learner_group.py's; a group solving CartPole
-    is notebook 07's and the restart test's; DQN's group, the same LearnerWorker code, is the
+    is notebook 07's and the restart test's; DQN's group, the same OffPolicyLearner code, is the
     restart test above): the ranks on two nodes, the rate limiter's count of updates, each
     transition stored by exactly one rank."""
     from rlkit.core.common import updates_due

@@ -13,7 +13,7 @@ ray = pytest.importorskip("ray")
 from rlkit.algos.dqn import DQNConfig, DQNSpec  # noqa: E402
 from rlkit.core.common import eval_seed, updates_due  # noqa: E402
 from rlkit.distributed.off_policy.driver import train_dqn_ray  # noqa: E402
-from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker  # noqa: E402
+from rlkit.distributed.off_policy.roles import OffPolicyLearner, RolloutWorker  # noqa: E402
 from rlkit.distributed.runtime.evaluator import Evaluator  # noqa: E402
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel  # noqa: E402
 
@@ -25,7 +25,7 @@ CFG = DQNConfig(hidden=(32, 32), batch_size=16, learning_starts=500, total_steps
 
 def test_roles_as_ray_actors(ray_cluster):
     ps = ray.remote(ParameterServer).options(num_cpus=0).remote()
-    learner = ray.remote(LearnerWorker).options(num_cpus=1).remote(DQNSpec(CFG),
+    learner = ray.remote(OffPolicyLearner).options(num_cpus=1).remote(DQNSpec(CFG),
                                                                    RayChannel(ps), 5, "cpu")
     worker = ray.remote(RolloutWorker).options(num_cpus=0.5).remote(DQNSpec(CFG), 0,
                                                                     RayChannel(ps))

@@ -1,7 +1,7 @@
 """Every role of every pattern killed from outside mid-run (``kill_at``: ``ray.kill``, as a
 crashed process looks to Ray), and the outcome asserted: a worker or the evaluator is replaced
 and the run goes on; any other role (learner, parameter server, replay shard, gradient server,
-trajectory queue) ends the run within 5 s with an error naming *that* role, not a role that
+fragment queue) ends the run within 5 s with an error naming *that* role, not a role that
 failed because of it, and without spending restarts on workers that could not help.
 
 The roles the run can replace are killed first in the same run as a role it cannot, so each
@@ -48,7 +48,7 @@ CASES = [
     ("apex", apex, {"worker 0": 200, "evaluator": 500, "shard 1": 1200}),
     ("apex", apex, {"parameter server": 800}),
     ("impala", lambda **o: train_impala_ray(IMPALA, **o),
-     {"worker 0": 2000, "trajectory queue": 6000}),
+     {"worker 0": 2000, "fragment queue": 6000}),
 ]
 
 

@@ -122,7 +122,7 @@ class DQNLearner:
             ``{"loss", "q_mean", "grad_norm"}``: floats on the CPU; on a GPU, 0-d tensors left
             on the device, because reading one (``.item()``) makes the host wait for the GPU
             at every update. Callers read their mean once per batch of updates, as SAC's do
-            (:meth:`rlkit.distributed.off_policy.roles.LearnerWorker.add_and_train`).
+            (:meth:`rlkit.distributed.off_policy.roles.OffPolicyLearner.add_and_train`).
 
         Raises:
             FloatingPointError: on the CPU, if the loss is not finite (the weights are left

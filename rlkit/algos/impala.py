@@ -2,7 +2,7 @@
 
 The learner is plain torch and knows nothing of Ray: :func:`rlkit.train.impala.train_impala`
 runs it in one process (with a simulated policy lag), and :mod:`rlkit.distributed.impala.driver`
-runs it as an actor fed by a bounded trajectory queue.
+runs it as an actor fed by a bounded fragment queue.
 """
 
 from __future__ import annotations

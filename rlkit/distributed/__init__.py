@@ -11,8 +11,8 @@ from rlkit.core.exports import lazy_exports
 EXPORTS = {
     "init_ray": "runtime.cluster", "RunOptions": "runtime.options",
     "train_dqn_ray": "off_policy.driver", "train_sac_ray": "off_policy.driver",
-    "train_ray": "off_policy.driver", "RayOptions": "off_policy.options",
-    "RayResult": "off_policy.options",
+    "train_ray": "off_policy.driver", "OffPolicyOptions": "off_policy.options",
+    "OffPolicyResult": "off_policy.options",
     "train_apex_ray": "apex.driver", "ApexResult": "apex.driver",
     "train_a3c_ray": "a3c.driver", "train_a2c_ray": "a3c.driver", "train_a2c": "a3c.driver",
     "A3CResult": "a3c.driver",

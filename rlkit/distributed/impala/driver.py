@@ -1,8 +1,8 @@
 """The actor-learner queue driver: IMPALA, PPO and APPO under Ray.
 
-The driver (:class:`ImpalaRun`, on the shared loop of :class:`DriverRun`) starts a
-:class:`TrajectoryQueue`, an :class:`ImpalaLearner` and ``num_workers`` workers
-(:class:`ImpalaActor`). The workers run on their own (``run()`` returns only when the queue
+The driver (:class:`IMPALARun`, on the shared loop of :class:`DriverRun`) starts a
+:class:`FragmentQueue`, an :class:`IMPALALearner` and ``num_workers`` workers
+(:class:`IMPALAWorker`). The workers run on their own (``run()`` returns only when the queue
 closes); the driver keeps two learner calls in flight, logs what they report, evaluates the
 greedy policy every ``eval_every`` env steps, restarts a worker that dies, and closes the queue
 when the run is solved or out of budget. Asynchronous runs are not bit-reproducible.
@@ -23,8 +23,8 @@ from rlkit.algos.ppo import PPOConfig
 from rlkit.core.common import evaluation_due
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
-from rlkit.distributed.impala.roles import (ImpalaActor, ImpalaLearner, ImpalaLearnerReport,
-                                            TrajectoryQueue)
+from rlkit.distributed.impala.roles import (IMPALAWorker, IMPALALearner, IMPALALearnerReport,
+                                            FragmentQueue)
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.failures import RoleFailedError
 from rlkit.distributed.runtime.learner_group import check_group_share
@@ -49,7 +49,7 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
         options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
             ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
             ``checkpoint_every`` (default 50 updates), ``resume_from``); the roles are
-            ``"worker i"``, ``"learner"`` and ``"trajectory queue"``. A checkpoint holds the
+            ``"worker i"``, ``"learner"`` and ``"fragment queue"``. A checkpoint holds the
             learner (network, Adam, version), not the queue's fragments.
     """
     require_instance("train_impala_ray", "config", config, IMPALAConfig,
@@ -58,7 +58,7 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
         raise TypeError(f"train_impala_ray was given a PPOConfig ({config.algorithm}), "
                         f"whose learner and checks belong to the PPO family. Fix: call "
                         f"train_{config.algorithm.lower()}_ray(config).")
-    return ImpalaRun(config, build(RunOptions, "train_impala_ray", options)).run()
+    return IMPALARun(config, build(RunOptions, "train_impala_ray", options)).run()
 
 
 def train_ppo_ray(config: PPOConfig, **options: Any) -> IMPALAResult:
@@ -85,10 +85,10 @@ def _train_ppo_family(owner: str, config: PPOConfig, synchronous: bool,
         fail("synchronous", config.synchronous, f"trains {config.algorithm}, but "
              f"{owner} runs {'PPO' if synchronous else 'APPO'}", f"pass "
              f"dataclasses.replace(config, synchronous={synchronous}), or call {other}")
-    return ImpalaRun(config, build(RunOptions, owner, options)).run()
+    return IMPALARun(config, build(RunOptions, owner, options)).run()
 
 
-class ImpalaRun(DriverRun):
+class IMPALARun(DriverRun):
     """One IMPALA run on the shared :class:`DriverRun` loop. Its events: a learner report (record
     it, ask again, evaluate when due), a worker's ``run()`` ended (a failure: restart it)."""
 
@@ -119,7 +119,7 @@ class ImpalaRun(DriverRun):
         self.role_timeout = options.timeout_s / 2
 
     def role_names(self) -> list[str]:
-        return ["trajectory queue", *self.learner_roles] + [
+        return ["fragment queue", *self.learner_roles] + [
             f"worker {i}" for i in range(self.config.num_workers)]
 
     def start_roles(self) -> None:
@@ -127,16 +127,16 @@ class ImpalaRun(DriverRun):
         import ray
 
         sup, config, timeout = self.supervisor, self.config, self.role_timeout
-        queue = sup.start("trajectory queue", lambda r: ray.remote(TrajectoryQueue).options(
-            **sup.options("trajectory queue", max_concurrency=2 * config.num_workers + 4)
+        queue = sup.start("fragment queue", lambda r: ray.remote(FragmentQueue).options(
+            **sup.options("fragment queue", max_concurrency=2 * config.num_workers + 4)
         ).remote(config.queue_size))
         world = len(self.learner_roles)
         for rank, role in enumerate(self.learner_roles):
-            sup.start(role, lambda r, role=role, rank=rank: ray.remote(ImpalaLearner).options(
+            sup.start(role, lambda r, role=role, rank=rank: ray.remote(IMPALALearner).options(
                 **sup.options(role)).remote(config, self.obs_dim, self.n_actions, queue,
                                             timeout, rank, world))
         for i in range(config.num_workers):
-            sup.start(f"worker {i}", lambda r, i=i: ray.remote(ImpalaActor).options(
+            sup.start(f"worker {i}", lambda r, i=i: ray.remote(IMPALAWorker).options(
                 **sup.options(f"worker {i}")).remote(config, i, queue, r, timeout))
         timeout = max(STARTUP_TIMEOUT_S, self.options.timeout_s)
         sup.wait_started(list(sup.handles), timeout)
@@ -166,9 +166,9 @@ class ImpalaRun(DriverRun):
         """One ``train`` call to every rank (a group's ranks update in step)."""
         self.ask_learners("train", [UPDATES_PER_CALL], "training", self.on_group_report)
 
-    def on_group_report(self, reports: list[ImpalaLearnerReport]) -> None:
+    def on_group_report(self, reports: list[IMPALALearnerReport]) -> None:
         """Every rank's report of one call, merged into the group's (its metrics averaged)."""
-        self.on_learner_report(ImpalaLearnerReport(
+        self.on_learner_report(IMPALALearnerReport(
             sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
             [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
             reports[0].updates, max(r.busy_seconds for r in reports),
@@ -177,9 +177,9 @@ class ImpalaRun(DriverRun):
              for k in reports[0].diagnostics}))
 
     def learner_restart_under_way(self, under_way: bool) -> None:
-        """Tell the queue (see :meth:`TrajectoryQueue.learner_restart`)."""
-        self.supervisor.get(self.supervisor["trajectory queue"].learner_restart.remote(
-            under_way), "trajectory queue", "marking the learner group's restart")
+        """Tell the queue (see :meth:`FragmentQueue.learner_restart`)."""
+        self.supervisor.get(self.supervisor["fragment queue"].learner_restart.remote(
+            under_way), "fragment queue", "marking the learner group's restart")
 
     def after_learner_restart(self, saved: Checkpoint) -> None:
         """The group is back: ask it again (the fragments the dropped calls held are lost)."""
@@ -224,13 +224,13 @@ class ImpalaRun(DriverRun):
                 f"over the {len(self.learner_roles)} learner ranks. Fix: resume from the last "
                 f"checkpoint ({sup.last_checkpoint()}) on a cluster with room, or use "
                 f"num_learners=1, which shrinks its rounds and goes on.", f"worker {i}")
-        sup.get(sup["trajectory queue"].shrink_rounds.remote(left, workers, i),
-                "trajectory queue", "shrinking its rounds")
+        sup.get(sup["fragment queue"].shrink_rounds.remote(left, workers, i),
+                "fragment queue", "shrinking its rounds")
         self.history.events.append(f"step {self.env_steps}: synchronous rounds shrink to the "
                                    f"{left} of {workers} workers left "
                                    f"({batch * left // workers} of {batch} fragments a batch)")
 
-    def on_learner_report(self, report: ImpalaLearnerReport) -> None:
+    def on_learner_report(self, report: IMPALALearnerReport) -> None:
         self.env_steps += report.env_steps
         self.lags += report.lags
         self.updates = report.updates
@@ -274,9 +274,9 @@ class ImpalaRun(DriverRun):
         # stops at its next batch once the queue closes (not many seconds past the budget)
         if len(self.learner_roles) > 1:
             self.settle(self.learner_roles, self.options.timeout_s)
-        self.queue = sup.get(sup["trajectory queue"].stats.remote(), "trajectory queue",
+        self.queue = sup.get(sup["fragment queue"].stats.remote(), "fragment queue",
                              "reading its statistics")
-        sup.get(sup["trajectory queue"].close.remote(), "trajectory queue", "closing")
+        sup.get(sup["fragment queue"].close.remote(), "fragment queue", "closing")
         ray.wait(list(self.pending), num_returns=len(self.pending), timeout=5.0)
         self.save()
 

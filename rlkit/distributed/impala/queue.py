@@ -1,4 +1,4 @@
-"""IMPALA's trajectory queue (a plain class; ``ray.remote(TrajectoryQueue)`` makes the actor):
+"""IMPALA's fragment queue (a plain class; ``ray.remote(FragmentQueue)`` makes the actor):
 the only meeting point of actors and learner. Trajectories flow in (bounded: a full queue makes
 ``put`` wait, which is the back-pressure), batches flow out, and the latest weights sit beside
 them, so the reply to every ``put`` tells the actor whether newer weights exist without another
@@ -16,7 +16,7 @@ from rlkit.envs.runner import Fragment
 
 
 class QueueStats(NamedTuple):
-    """The queue's counters (:meth:`TrajectoryQueue.stats`)."""
+    """The queue's counters (:meth:`FragmentQueue.stats`)."""
 
     size: int  # fragments held now
     high_water: int  # most ever held
@@ -36,8 +36,8 @@ def call(target: Any, method: str, *args: Any, timeout: float) -> Any:
     return fn(*args)
 
 
-class TrajectoryQueue:
-    """A bounded FIFO of trajectories plus the latest published weights (thread-safe).
+class FragmentQueue:
+    """A bounded FIFO of fragments plus the latest published weights (thread-safe).
 
     Args:
         maxsize: Fragments held at most; a ``put`` on a full queue waits for room.
@@ -57,8 +57,8 @@ class TrajectoryQueue:
     def ping(self) -> bool:
         return True
 
-    def put(self, trajectory: Fragment, timeout: float) -> int:
-        """Append ``trajectory``, waiting while the queue is full. Returns the latest weights
+    def put(self, fragment: Fragment, timeout: float) -> int:
+        """Append ``fragment``, waiting while the queue is full. Returns the latest weights
         version, or -1 once the queue is closed (the actor should stop).
 
         Raises:
@@ -74,10 +74,10 @@ class TrajectoryQueue:
             if self.closed:
                 return -1
             if not room:
-                raise TimeoutError(f"the trajectory queue stayed full ({self.maxsize} fragments)"
+                raise TimeoutError(f"the fragment queue stayed full ({self.maxsize} fragments)"
                                    f" for {timeout} s: the learner stopped taking batches. Fix: "
                                    f"check the learner's log, or raise timeout_s.")
-            self.items.append(trajectory)
+            self.items.append(fragment)
             self.puts += 1
             self.high_water = max(self.high_water, len(self.items))
             self.cond.notify_all()
@@ -96,7 +96,7 @@ class TrajectoryQueue:
             self.cond.notify_all()
 
     def get_batch(self, n: int, timeout: float) -> list[Fragment]:
-        """The ``n`` oldest trajectories (fewer after :meth:`shrink_rounds`, even one that
+        """The ``n`` oldest fragments (fewer after :meth:`shrink_rounds`, even one that
         comes while this waits), waiting until there are that many ([] once closed, or once
         the learner group restarts: a killed rank's call still waiting here would otherwise take
         the first fragments its replacement needs).
@@ -115,7 +115,7 @@ class TrajectoryQueue:
             if self.closed or self.restarts != restarts:
                 return []
             if not ready:
-                raise TimeoutError(f"the trajectory queue got {len(self.items)} of the "
+                raise TimeoutError(f"the fragment queue got {len(self.items)} of the "
                                    f"{wanted()} fragments the learner needs within {timeout} s: "
                                    f"the actors stopped sending. Fix: check the actors' logs, "
                                    f"or raise timeout_s.")

@@ -1,14 +1,14 @@
 """IMPALA's roles as plain classes (unit-tested without Ray; ``ray.remote(Cls)`` makes actors).
 
-* :class:`~rlkit.distributed.impala.queue.TrajectoryQueue` (in ``queue.py``; imported here
+* :class:`~rlkit.distributed.impala.queue.FragmentQueue` (in ``queue.py``; imported here
   too): the only meeting point of actors and learner. Trajectories flow in
   (bounded: a full queue makes ``put`` wait, which is the back-pressure), batches of ``B`` flow
   out, and the latest weights sit beside them, so the reply to every ``put`` tells the actor
   whether newer weights exist without another round trip.
-* :class:`ImpalaActor`: steps its own envs with the weights it has, ships ``T``-step
-  trajectories with their behaviour log-probabilities and policy version, and picks up new
+* :class:`IMPALAWorker`: steps its own envs with the weights it has, ships ``T``-step
+  fragments with their behaviour log-probabilities and policy version, and picks up new
   weights between fragments. It never waits for the learner, only for room in the queue.
-* :class:`ImpalaLearner`: takes ``B`` trajectories per update, measures each one's policy lag,
+* :class:`IMPALALearner`: takes ``B`` fragments per update, measures each one's policy lag,
   updates with V-trace, and publishes every new version.
 
 Why not ``ray.util.queue.Queue(maxsize=...)``? It bounds memory the same way, but its blocking
@@ -31,13 +31,13 @@ from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Weights
 from rlkit.envs.runner import EnvRunner, Fragment
-from rlkit.distributed.impala.queue import QueueStats, TrajectoryQueue, call  # noqa: F401
+from rlkit.distributed.impala.queue import QueueStats, FragmentQueue, call  # noqa: F401
 from rlkit.distributed.runtime.learner_group import GroupMember
 from rlkit.train.learner_state import SavesLearner
 
 
-class ImpalaLearnerReport(NamedTuple):
-    """What :meth:`ImpalaLearner.train` returns.
+class IMPALALearnerReport(NamedTuple):
+    """What :meth:`IMPALALearner.train` returns.
 
     Attributes:
         env_steps: Real env steps in the fragments consumed.
@@ -64,13 +64,13 @@ class ImpalaLearnerReport(NamedTuple):
     diagnostics: dict[str, list[float]]
 
 
-class ImpalaActor:
-    """Steps ``config.envs_per_worker`` envs with its copy of the policy; ships trajectories.
+class IMPALAWorker:
+    """Steps ``config.envs_per_worker`` envs with its copy of the policy; ships fragments.
 
     Args:
         config: The run's settings.
         index: Actor index (seeded with :func:`rlkit.core.common.worker_seed`).
-        queue: A :class:`TrajectoryQueue` or its actor handle.
+        queue: A :class:`FragmentQueue` or its actor handle.
         restart: Which incarnation this is: its restarts, plus 1000 per resume of the run
             (a fresh random stream each time; :func:`~rlkit.core.common.worker_seed`).
         timeout_s: Longest wait on the queue (for room, or for new weights).
@@ -135,7 +135,7 @@ class ImpalaActor:
         return shipped
 
 
-class ImpalaLearner(SavesLearner, GroupMember):
+class IMPALALearner(SavesLearner, GroupMember):
     """Takes batches from the queue, updates with V-trace (or with PPO's epochs, given a
     :class:`~rlkit.algos.ppo.PPOConfig`), publishes each version. In a
     learner group of ``world_size`` ranks, each rank takes ``B / world_size`` fragments per
@@ -144,7 +144,7 @@ class ImpalaLearner(SavesLearner, GroupMember):
     Args:
         config: The run's settings.
         obs_dim, n_actions: Sizes of the network.
-        queue: A :class:`TrajectoryQueue` or its actor handle.
+        queue: A :class:`FragmentQueue` or its actor handle.
         timeout_s: Longest wait for a batch.
         rank, world_size: This learner's rank and the group's size (1: no group).
     """
@@ -185,11 +185,11 @@ class ImpalaLearner(SavesLearner, GroupMember):
             call(self.queue, "publish", self.version(), self.learner.get_weights(),
                  timeout=self.timeout_s)
 
-    def train(self, num_updates: int) -> ImpalaLearnerReport:
+    def train(self, num_updates: int) -> IMPALALearnerReport:
         """Up to ``num_updates`` updates of ``B`` fragments each (fewer once the queue closes).
 
         Returns:
-            An :class:`ImpalaLearnerReport`.
+            An :class:`IMPALALearnerReport`.
         """
         env_steps, returns, lags, loss, busy, wait = 0, [], [], 0.0, 0.0, 0.0
         diagnostics: dict[str, list[float]] = {}
@@ -212,6 +212,6 @@ class ImpalaLearner(SavesLearner, GroupMember):
             self.consumed += steps
             self.publish()
             busy += time.perf_counter() - start
-        return ImpalaLearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,
+        return IMPALALearnerReport(env_steps, returns, lags, loss, self.learner.updates, busy,
                                    wait, self.learner.get_weights() if self.rank == 0 else {},
                                    diagnostics)

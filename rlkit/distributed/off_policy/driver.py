@@ -20,8 +20,9 @@ from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
 from rlkit.core.types import OffPolicyAlgorithm, Weights
 from rlkit.core.validation import build, require_instance
-from rlkit.distributed.off_policy.options import RayOptions, RayResult, check_replay_shares
-from rlkit.distributed.off_policy.roles import LearnerWorker, RolloutWorker
+from rlkit.distributed.off_policy.options import (OffPolicyOptions, OffPolicyResult,
+                                                  check_replay_shares)
+from rlkit.distributed.off_policy.roles import OffPolicyLearner, RolloutWorker
 from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
@@ -35,30 +36,30 @@ from rlkit.train.interrupts import interrupts_deferred
 if TYPE_CHECKING:
     from ray import ObjectRef
 
-__all__ = ["LearnerFailedError", "RayOptions", "RayResult", "train_dqn_ray", "train_ray",
-           "train_sac_ray"]
+__all__ = ["LearnerFailedError", "OffPolicyOptions", "OffPolicyResult", "train_dqn_ray",
+           "train_ray", "train_sac_ray"]
 
 
-def train_dqn_ray(config: DQNConfig, **options: Any) -> RayResult:
+def train_dqn_ray(config: DQNConfig, **options: Any) -> OffPolicyResult:
     """Distributed DQN: :func:`train_ray` with :class:`rlkit.algos.dqn.DQNSpec`, a CPU learner."""
     require_instance("train_dqn_ray", "config", config, DQNConfig, "train_dqn_ray(DQNConfig(...))")
     options.setdefault("learner_gpus", 0)  # small Q-networks gain nothing from a GPU
-    build(RayOptions, "train_dqn_ray", options)  # an unknown option named under this name
+    build(OffPolicyOptions, "train_dqn_ray", options)  # an unknown option named under this name
     return train_ray(DQNSpec(config), **options)
 
 
-def train_sac_ray(config: SACConfig, **options: Any) -> RayResult:
+def train_sac_ray(config: SACConfig, **options: Any) -> OffPolicyResult:
     """Distributed SAC: :func:`train_ray` with :class:`rlkit.algos.sac.SACSpec`; the learner
     asks for a GPU when the cluster has one and keeps its buffer and updates there."""
     require_instance("train_sac_ray", "config", config, SACConfig, "train_sac_ray(SACConfig(...))")
-    build(RayOptions, "train_sac_ray", options)  # an unknown option named under this name
+    build(OffPolicyOptions, "train_sac_ray", options)  # an unknown option named under this name
     return train_ray(SACSpec(config), **options)
 
 
-def train_ray(algo: OffPolicyAlgorithm, **options: Any) -> RayResult:
+def train_ray(algo: OffPolicyAlgorithm, **options: Any) -> OffPolicyResult:
     """Train an off-policy algorithm with ``algo.config.num_workers`` rollout workers (each
     ``envs_per_worker`` envs, ``fragment_steps`` per call), a learner that owns the buffer, a
-    parameter server and an evaluator; ``options`` are :class:`RayOptions` fields.
+    parameter server and an evaluator; ``options`` are :class:`OffPolicyOptions` fields.
 
     The rate limiter: after ``E`` env steps the learner has been asked for exactly
     :func:`rlkit.core.common.updates_due` updates (the multiples of ``train_every`` past
@@ -80,7 +81,7 @@ def train_ray(algo: OffPolicyAlgorithm, **options: Any) -> RayResult:
     checkpoint keeps rank 0's learner, not the replay shares: after a restart the ranks refill
     ``learning_starts`` env steps of replay before they train again.
     """
-    opts = build(RayOptions, "train_ray", options)
+    opts = build(OffPolicyOptions, "train_ray", options)
     return OffPolicyRun(algo, opts).run()
 
 
@@ -90,7 +91,7 @@ class OffPolicyRun(DriverRun):
 
     LEARNER_GROUPS = LEARNER_RESTARTS = True  # each rank keeps a share of the replay
 
-    def __init__(self, algo: OffPolicyAlgorithm, opts: RayOptions) -> None:
+    def __init__(self, algo: OffPolicyAlgorithm, opts: OffPolicyOptions) -> None:
         config = algo.config
         self.SAVE_BUFFER = opts.checkpoint_buffer and opts.num_learners == 1
         super().__init__(opts, config.total_steps, f"{algo.name}, {config.num_workers} workers",
@@ -252,7 +253,7 @@ class OffPolicyRun(DriverRun):
         device = "cuda" if plan.learner_gpus > 0 else "cpu"
         world = len(self.learner_roles)  # rank 0 publishes the weights
         for rank, role in enumerate(self.learner_roles):
-            sup.start(role, lambda _, rank=rank, role=role: ray.remote(LearnerWorker).options(
+            sup.start(role, lambda _, rank=rank, role=role: ray.remote(OffPolicyLearner).options(
                 **sup.options(role)).remote(algo, None if rank else channel, opts.publish_every,
                                             device, rank, world))
         learner = sup[self.LEARNER]
@@ -289,9 +290,9 @@ class OffPolicyRun(DriverRun):
                           for r in self.learner_roles)  # each rank holds its share
         self.save()
 
-    def result(self) -> RayResult:
+    def result(self) -> OffPolicyResult:
         sup = self.supervisor
-        return RayResult(
+        return OffPolicyResult(
             history=self.history, solved=self.solved, eval_return=self.eval_return,
             env_steps=self.env_steps, wall_seconds=self.clock(), updates=self.updates,
             weights=self.weights, startup_seconds=self.startup_seconds,

@@ -1,5 +1,5 @@
-"""What the off-policy Ray driver takes besides the algorithm (:class:`RayOptions`, validated
-on construction) and what it returns (:class:`RayResult`)."""
+"""What the off-policy Ray driver takes besides the algorithm (:class:`OffPolicyOptions`, validated
+on construction) and what it returns (:class:`OffPolicyResult`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rlkit.distributed.runtime.options import RunOptions
 
 
 @dataclass(frozen=True)
-class RayOptions(RunOptions):
+class OffPolicyOptions(RunOptions):
     """How :func:`train_ray` runs (not what it learns: that is the algorithm's config): the
     options every driver takes (:class:`~rlkit.distributed.runtime.driver.RunOptions`: ``progress``,
     ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``, ``checkpoint_every``,
@@ -37,7 +37,7 @@ class RayOptions(RunOptions):
 
 
 @dataclass(kw_only=True)
-class RayResult(RunResult):
+class OffPolicyResult(RunResult):
     """What :func:`train_ray` returns: :class:`RunResult`, plus the off-policy pattern's own
     measures (cf. :class:`rlkit.train.loop.TrainResult`).
 

@@ -34,11 +34,11 @@ from rlkit.envs.runner import EnvRunner
 from rlkit.replay.nstep import FragmentTransitions
 from rlkit.train.learner_state import LearnerState, load_learner_state, to_cpu
 
-__all__ = ["LearnerReport", "LearnerWorker", "RolloutWorker", "learner_device"]
+__all__ = ["LearnerReport", "OffPolicyLearner", "RolloutWorker", "learner_device"]
 
 
 class LearnerReport(NamedTuple):
-    """What :meth:`LearnerWorker.add_and_train` returns.
+    """What :meth:`OffPolicyLearner.add_and_train` returns.
 
     Attributes:
         updates: Gradient updates so far.
@@ -143,7 +143,7 @@ class RolloutWorker:
         return self.index
 
 
-class LearnerWorker(GroupMember):
+class OffPolicyLearner(GroupMember):
     """Owns the replay buffer and the algorithm's learner; trains as many steps as it is told.
     In a learner group of ``world_size`` ranks, each rank keeps rows ``rank::world_size`` of
     every fragment and samples ``batch_size / world_size`` per update.
