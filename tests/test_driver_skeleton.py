@@ -199,6 +199,24 @@ def test_the_skeleton_records_a_span_per_call_and_per_event_it_handles():
     assert busy_seconds(hand, until=7.0) == {"learner": 4.0, "worker 0": 3.0}
 
 
+def test_a_dropped_call_ends_where_it_was_given_up_not_at_the_end_of_the_run():
+    """A learner group's calls in flight when it restarts are dropped: their spans end where
+    the restart began, marked, so the timeline shows the restart as a gap (issue 41), not as a
+    call in flight to the end of the run; other roles' calls are untouched."""
+    from rlkit.core.timeline import TimelineRecorder
+
+    now = iter([0.0, 1.0, 1.5, 4.0]).__next__
+    recorder = TimelineRecorder(now)
+    recorder.launched("a", "learner 0", "train")
+    recorder.launched("b", "learner 1", "train")
+    recorder.launched("c", "worker 0", "collect")
+    recorder.dropped(["learner 0", "learner 1"], at=2.5)
+    recorder.answered("c")
+    assert [(s.role, s.what, s.start, s.end) for s in recorder.timeline()] == [
+        ("learner 0", "train (dropped)", 0.0, 2.5), ("learner 1", "train (dropped)", 1.0, 2.5),
+        ("worker 0", "collect", 1.5, 4.0)]
+
+
 def test_a_role_lost_with_its_node_is_named_with_every_role_that_node_took(monkeypatch):
     """A learner's node that dies takes the worker the plan put beside it: the error names the
     learner, its node, and the worker as lost with it; a worker on a node still alive is not

@@ -11,7 +11,7 @@ busy time is the union of its spans (:func:`busy_seconds`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import NamedTuple
 
 #: The lane of the driver's own work (handling an answer, scheduling what is due).
@@ -48,6 +48,15 @@ class TimelineRecorder:
             role, what, start = self.open.pop(ref)
             self.spans.append(Span(role, what, start, now))
         return now
+
+    def dropped(self, roles: Collection[str], at: float) -> None:
+        """Close the spans of every call of ``roles`` still open, given up on at ``at`` (a
+        learner group's calls in flight when it restarts): each ends there, marked
+        ``" (dropped)"``, so the restart shows as a gap, not as calls in flight forever."""
+        for ref, (role, what, start) in list(self.open.items()):
+            if role in roles:
+                del self.open[ref]
+                self.spans.append(Span(role, f"{what} (dropped)", start, at))
 
     def handled(self, what: str, start: float) -> None:
         self.spans.append(Span(DRIVER, what, start, self.clock()))

@@ -24,6 +24,7 @@ from rlkit.train.checkpoint import Checkpoint, load_checkpoint
 if TYPE_CHECKING:
     from ray import ObjectRef
 
+    from rlkit.core.timeline import TimelineRecorder
     from rlkit.distributed.runtime.options import RunOptions
     from rlkit.distributed.runtime.supervisor import Supervisor
     from rlkit.train.checkpoint import Checkpointer
@@ -38,6 +39,7 @@ class LearnerCalls:
     checkpointer: Checkpointer
     learner_roles: list[str]
     pending: dict[ObjectRef, tuple[str, Callable[[ObjectRef], None]]]
+    timeline: TimelineRecorder
     env_steps: int
     updates: int
     history: Any
@@ -84,9 +86,11 @@ class LearnerCalls:
         """A lost learner rank: restart the group from its checkpoint (the calls in flight are
         dropped) and let the pattern ask again (``after_learner_restart``), or raise
         ``error``."""
+        began = self.timeline.clock()
         saved = self.restart_learner_group(error)
         if saved is None:
             raise error
+        self.timeline.dropped(self.learner_roles, at=began)  # the restart: a gap in their lanes
         self.pending = {r: e for r, e in self.pending.items() if e[0] not in self.learner_roles}
         self.answers = {}
         self.after_learner_restart(saved)
