@@ -217,6 +217,21 @@ def test_a_dropped_call_ends_where_it_was_given_up_not_at_the_end_of_the_run():
         ("worker 0", "collect", 1.5, 4.0)]
 
 
+def test_a_long_runs_timeline_keeps_its_most_recent_spans():
+    """Memory stays bounded: past ``max_spans`` the oldest closed spans go, and are counted."""
+    from rlkit.core.timeline import TimelineRecorder
+
+    ticks = iter(range(100)).__next__
+    recorder = TimelineRecorder(lambda: float(ticks()), max_spans=3)
+    for ref in range(4):
+        recorder.launched(ref, "worker 0", "fragment")
+        recorder.answered(ref)
+    recorder.launched("open", "learner", "train")  # in flight: always kept
+    spans = recorder.timeline()
+    assert [(s.start, s.end) for s in spans] == [(2.0, 3.0), (4.0, 5.0), (6.0, 7.0), (8.0, None)]
+    assert recorder.discarded == 1
+
+
 def test_a_role_lost_with_its_node_is_named_with_every_role_that_node_took(monkeypatch):
     """A learner's node that dies takes the worker the plan put beside it: the error names the
     learner, its node, and the worker as lost with it; a worker on a node still alive is not
