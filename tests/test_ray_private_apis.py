@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from rlkit.distributed.runtime.ray_private import gcs_probe_tools
+
 ray = pytest.importorskip("ray")
 
 
@@ -20,6 +22,7 @@ def test_the_private_symbols_we_import_still_exist():
     assert callable(authentication_token_setup.maybe_enable_token_auth_if_token_available)
     assert callable(InnerGcsClient.standalone)  # the attach probe with a deadline
     assert callable(AuthenticationTokenLoader.instance) and callable(Config.initialize)
+    assert gcs_probe_tools() is not None  # else attach's probe is skipped, silently slower
 
 
 def test_actor_state_reads_ray_s_record_of_a_live_and_a_killed_actor(ray_cluster):

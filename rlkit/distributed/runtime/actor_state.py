@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from rlkit.distributed.runtime.ray_private import actor_record
+
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
@@ -74,12 +76,7 @@ def node_of(handle: ActorHandle) -> str | None:
 
 def actor_state(handle: ActorHandle) -> dict:
     """Ray's record of ``handle``'s actor (``State``, ``Address``, ...); ``{}`` if unknown."""
-    try:
-        from ray._private import state  # the GCS actor table: no dashboard needed
-
-        return dict(state.actors(handle._actor_id.hex()))
-    except Exception:  # noqa: BLE001  (a private table: what it says is a courtesy)
-        return {}
+    return actor_record(handle)
 
 
 def nodes_of(handles: dict[str, ActorHandle]) -> dict[str, str]:

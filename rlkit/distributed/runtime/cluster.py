@@ -11,6 +11,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from rlkit.distributed.runtime.ray_private import gcs_probe_tools, resolve_auto_address
+
 
 #: The environment variable holding Ray's ``max_direct_call_object_size``: an argument or a
 #: reply smaller than this travels inside the call message itself instead of through the
@@ -146,10 +148,8 @@ def _attach(ray, address: str, runtime_env: dict[str, Any] | None = None) -> Non
 def _host_port(address: str, where: str) -> tuple[str, int]:
     """The host and port that ``address`` names; ``auto``: the cluster found on this machine."""
     if address == "auto":
-        from ray._private.services import canonicalize_bootstrap_address
-
         try:
-            address = canonicalize_bootstrap_address("auto")
+            address = resolve_auto_address()
         except ConnectionError:
             raise ConnectionError(
                 f"{where}, but no Ray cluster runs on this machine. Fix: start one with `ray "
@@ -169,11 +169,11 @@ def _probe_gcs(address: str, where: str, auto: bool) -> None:
     """Ask the Ray GCS at ``address`` for its cluster id, waiting at most
     :data:`ATTACH_TIMEOUT_S`; raise if it does not answer, or refuses this process's token,
     where ``ray.init`` would retry for 20 s or more and then not say why."""
-    try:
-        from ray._private.authentication import authentication_token_setup as auth
-        from ray._raylet import AuthenticationTokenLoader, Config, InnerGcsClient
-    except ImportError:  # another Ray version: let ray.init find out
+    tools = gcs_probe_tools()
+    if tools is None:  # another Ray version: let ray.init find out
         return
+    auth, Config, InnerGcsClient = tools.auth, tools.Config, tools.InnerGcsClient
+    AuthenticationTokenLoader = tools.AuthenticationTokenLoader
     # Ray caches RAY_AUTH_MODE and the token at first use: read them again, so that a fix made
     # in os.environ after a refused attach counts without restarting Python
     Config.initialize("")
