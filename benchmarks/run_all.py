@@ -35,12 +35,13 @@ def main() -> None:
                  ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"],
                  ["benchmarks.ppo", "--seeds", "0", "--ray-seeds", "0", "--pendulum-seeds", "0"],
                  ["benchmarks.ppo_ablation", "--seeds", "0", "--budget", "10000"],
-                 ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"]]
+                 ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"],
+                 ["benchmarks.timeline", "--pairs", "1", "--steps", "5000"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
                  ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
                  ["benchmarks.apex"], ["benchmarks.ppo"], ["benchmarks.ppo_ablation"],
-                 ["benchmarks.lunar"],
+                 ["benchmarks.lunar"], ["benchmarks.timeline"],
                  ["benchmarks.render_readme"]]
     env = dict(os.environ)
     if args.quick:

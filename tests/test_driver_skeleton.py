@@ -217,6 +217,30 @@ def test_a_dropped_call_ends_where_it_was_given_up_not_at_the_end_of_the_run():
         ("worker 0", "collect", 1.5, 4.0)]
 
 
+def test_a_run_with_timeline_off_records_nothing_and_still_runs():
+    """``timeline=False`` (the overhead benchmark's control): the same loop, no spans."""
+    from rlkit.distributed.runtime.driver import DriverRun
+
+    class Run(DriverRun):
+        def __init__(self):
+            super().__init__(RunOptions(timeline=False), total_steps=3, name="test",
+                             algorithm="test", config=SMALL_DQN)
+            self.supervisor = _Calls()
+
+        def schedule(self):
+            self.expect(f"fragment {self.env_steps}", "worker 0", self.on_fragment)
+
+        def on_fragment(self, ref):
+            self.env_steps += 1
+
+        def done(self):
+            return self.env_steps >= self.total_steps
+
+    run = Run()
+    run.train()
+    assert run.env_steps == 3 and run.timeline.timeline() == []
+
+
 def test_a_long_runs_timeline_keeps_its_most_recent_spans():
     """Memory stays bounded: past ``max_spans`` the oldest closed spans go, and are counted."""
     from rlkit.core.timeline import TimelineRecorder

@@ -85,6 +85,23 @@ class TimelineRecorder:
         return sorted([*self.spans, *unfinished], key=lambda span: span.start)
 
 
+class NoTimeline(TimelineRecorder):
+    """Records nothing (a run with ``timeline=False``: the overhead benchmark's control);
+    :meth:`answered` still returns the time, which the driver's loop uses."""
+
+    def launched(self, ref: Hashable, role: str, what: str) -> None:
+        pass
+
+    def answered(self, ref: Hashable) -> float:
+        return self.clock()
+
+    def dropped(self, roles: Collection[str], at: float) -> None:
+        pass
+
+    def handled(self, what: str, start: float) -> None:
+        pass
+
+
 def busy_seconds(spans: Sequence[Span], until: float | None = None) -> dict[str, float]:
     """``{role: seconds}`` covered by the union of the role's spans (an unfinished one counts
     up to ``until``, or not at all without it)."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlkit.core.common import resume_generation
 from rlkit.core.metrics import History, RunResult
-from rlkit.core.timeline import TimelineRecorder, handler_name
+from rlkit.core.timeline import NoTimeline, TimelineRecorder, handler_name
 from rlkit.core.validation import fail
 from rlkit.distributed.runtime.cluster import require_ray
 from rlkit.distributed.runtime.learner_calls import LearnerCalls
@@ -104,7 +104,8 @@ class DriverRun(LearnerCalls):
         self.bar = ProgressBar(False, total_steps, 0, name)
         self.start_time = time.perf_counter()
         self.clock_offset = 0.0  # a resumed run's seconds before its checkpoint
-        self.timeline = TimelineRecorder(self.clock)  # every call and event, for the result
+        # every call and event, for the result (or nothing: the overhead benchmark's control)
+        self.timeline = (TimelineRecorder if options.timeline else NoTimeline)(self.clock)
         if self.resumed is not None:
             self.env_steps, self.clock_offset = self.resumed.env_steps, self.resumed.wall_seconds
             self.history.events.append(f"step {self.env_steps}: resumed from "

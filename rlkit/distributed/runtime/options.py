@@ -35,6 +35,8 @@ class RunOptions(Validated):
         learner_restarts: Times the learner (the whole group) may be restarted from the last
             checkpoint when a rank is lost (needs ``checkpoint_dir``); 0: a lost learner ends
             the run with an error naming the checkpoint to resume from.
+        timeline: Record the run's timeline (``result.timeline``; its cost is measured by
+            ``python -m benchmarks.timeline``); ``False``: record nothing.
     """
 
     progress: bool = flag(False)
@@ -48,6 +50,7 @@ class RunOptions(Validated):
     resume_from: str | Path | None = path()
     num_learners: int = integer(1, 1)
     learner_restarts: int = integer(0, 0)
+    timeline: bool = flag(True)
 
     def check(self) -> None:
         check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every or 1,
