@@ -143,7 +143,7 @@ def test_update_prioritized_returns_the_hand_td_errors_and_weighted_loss():
                 - learner.q(t.obs).gather(1, t.actions.unsqueeze(1)).squeeze(1)).numpy()
     metrics, td = learner.update_prioritized(batch, w)
     np.testing.assert_allclose(td, np.abs(hand), rtol=1e-5, atol=1e-6)
-    assert metrics["loss"] == pytest.approx(float(np.mean(w * hand ** 2)), rel=1e-5)
+    assert metrics.loss == pytest.approx(float(np.mean(w * hand ** 2)), rel=1e-5)
 
 
 def test_duplicates_count_once_per_occurrence():

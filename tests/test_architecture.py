@@ -243,3 +243,53 @@ def test_package_exports_resolve_and_load_lazily(package):
         [sys.executable, "-c", "import sys, rlkit.algos.dqn; print(' '.join(sys.modules))"],
         capture_output=True, text=True, check=True).stdout.split()
     assert not {"rlkit.algos.ppo", "rlkit.algos.sac", "rlkit.algos.apex"} & set(loaded)
+
+
+UPDATES = ("update", "update_prioritized")
+
+
+def _key_reads_of_updates(tree: ast.AST) -> list[str]:
+    """``x["key"]`` where ``x`` came from a learner's ``update``/``update_prioritized`` (also
+    ``update(...)["key"]`` and the first of ``report, td = ...update_prioritized(...)``)."""
+    def from_update(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in UPDATES)
+
+    found = []
+    for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.Module)]:
+        names = set()
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and from_update(node.value):
+                for target in node.targets:
+                    first = target.elts[0] if isinstance(target, ast.Tuple) else target
+                    if isinstance(first, ast.Name):
+                        names.add(first.id)
+        def is_report(node: ast.AST) -> bool:
+            return from_update(node) or (isinstance(node, ast.Name) and node.id in names)
+
+        for node in ast.walk(func):
+            keyed = (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                     and isinstance(node.slice.value, str) and is_report(node.value))
+            fetched = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                       and node.func.attr in ("pop", "get") and is_report(node.func.value))
+            if keyed or fetched:
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_learner_reports_are_typed_and_read_by_name():
+    """Every learner's ``update`` returns a typed report (a NamedTuple of its own), and nothing
+    in the package reads one by key (issue 39): a misspelt metric is an AttributeError where it
+    is read, not a KeyError at the end of a long run, and the fields are documented once."""
+    assert _key_reads_of_updates(ast.parse('m = learner.update(b)\nloss = m["loss"]\n'))
+    assert _key_reads_of_updates(ast.parse('x = l.update_prioritized(b, w)[0]["loss"]\n')) == []
+    assert _key_reads_of_updates(ast.parse('r, td = l.update_prioritized(b, w)\nr["loss"]\n'))
+    assert _key_reads_of_updates(ast.parse('m = learner.update(b)\nloss = m.pop("loss")\n'))
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        assert _key_reads_of_updates(tree) == [], module
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.FunctionDef) and node.name in UPDATES
+                    and module.startswith("rlkit.algos") and node.returns is not None):
+                returns = ast.unparse(node.returns)
+                assert "dict" not in returns, f"{module}.{node.name} returns {returns}"

@@ -122,8 +122,9 @@ def test_update_moves_every_network_and_polyak_averages_the_targets():
     old_targets = [copy.deepcopy(learner.actor_target), copy.deepcopy(learner.critic_target)]
     before = [copy.deepcopy(learner.actor), copy.deepcopy(learner.critic)]
     metrics = learner.update(_random_batch())
-    assert set(metrics) == {"critic_loss", "actor_loss", "q_mean"}
-    assert all(math.isfinite(v.item()) for v in metrics.values())
+    assert metrics._fields == ("critic_loss", "actor_loss", "q_mean")
+    assert metrics.loss is metrics.critic_loss  # what the loops log
+    assert all(math.isfinite(v.item()) for v in metrics)
     assert learner.updates == 1
     tau = SMALL.tau
     for old_t, new_t, old, new in zip(old_targets, (learner.actor_target, learner.critic_target),
@@ -144,9 +145,9 @@ def test_update_prioritized_returns_the_hand_td_errors_and_weighted_loss():
         hand = (t.rewards + t.discounts * (1 - t.terminations) * next_q
                 - learner.critic(t.obs, t.actions)).numpy()
     metrics, td = learner.update_prioritized(batch, w)
-    assert td.shape == (8,) and isinstance(metrics["critic_loss"], float)
+    assert td.shape == (8,) and isinstance(metrics.critic_loss, float)
     np.testing.assert_allclose(td, np.abs(hand), rtol=1e-5, atol=1e-6)
-    assert metrics["critic_loss"] == pytest.approx(float(np.mean(w * hand ** 2)), rel=1e-5)
+    assert metrics.critic_loss == pytest.approx(float(np.mean(w * hand ** 2)), rel=1e-5)
 
 
 def test_actor_side_priorities_equal_the_learners():
@@ -181,7 +182,7 @@ def test_state_dict_round_trip():
     assert b.updates == 1
     batch = _random_batch(seed=4)
     ma, mb = a.update(batch), b.update(batch)
-    assert all(torch.equal(ma[k], mb[k]) for k in ma)
+    assert all(torch.equal(x, y) for x, y in zip(ma, mb, strict=True))
     for pa, pb in zip(a.actor_target.parameters(), b.actor_target.parameters()):
         assert torch.equal(pa, pb)
 

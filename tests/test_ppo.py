@@ -133,7 +133,7 @@ def test_without_the_clip_epochs_move_the_policy_ever_further_with_it_they_do_no
         for clip in (0.2, 1e6):  # 1e6: no ratio ever reaches the clip
             learner = PPOLearner(runner.obs_dim, runner.action_dim,
                                  dataclasses.replace(base, epochs=epochs, clip=clip))
-            kl[epochs, clip] = learner.update([fragment])["approx_kl"]
+            kl[epochs, clip] = learner.update([fragment]).approx_kl
             assert learner.updates == 1 and learner.sgd_steps == epochs * 4
     assert kl[1, 1e6] < kl[4, 1e6] < kl[10, 1e6]  # the same batch, reused: ever further
     assert max(kl[e, 0.2] for e in (1, 4, 10)) < 0.05  # the clip holds it near pi_old

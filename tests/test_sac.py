@@ -104,8 +104,8 @@ def _one_update_changes_everything(device):
                                    ("target", learner.critic_target))}
     alpha_before = learner.log_alpha.item()
     metrics = learner.update(_random_batch(device=device))
-    assert all(v.device.type == torch.device(device).type for v in metrics.values())
-    values = {k: v.item() for k, v in metrics.items()}
+    assert all(v.device.type == torch.device(device).type for v in metrics)
+    values = {k: v.item() for k, v in metrics._asdict().items()}
     assert all(math.isfinite(v) for v in values.values()), values
     for name, module in (("actor", learner.actor), ("critic", learner.critic),
                          ("target", learner.critic_target)):

@@ -8,7 +8,9 @@ state are :mod:`rlkit.algos.actor_critic`'s (IMPALA and PPO use them too). Array
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -156,6 +158,15 @@ def a2c_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
     return total, {k: float(v.detach()) for k, v in parts.items()}
 
 
+class A2CReport(NamedTuple):
+    """The loss parts of the last gradient :meth:`A2CLearner.compute_gradient` computed."""
+
+    loss: float  # policy + value_coef * value - entropy_coef * entropy
+    policy: float
+    value: float
+    entropy: float
+
+
 class A2CLearner(ActorCriticState):
     """Owns an :class:`ActorCritic` and its Adam optimiser; gradients travel as flat arrays.
 
@@ -169,7 +180,7 @@ class A2CLearner(ActorCriticState):
         self.net = ActorCritic(obs_dim, n_actions, config.hidden)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
-        self.last_metrics: dict[str, float] = {}
+        self.last_report = A2CReport(math.nan, math.nan, math.nan, math.nan)
 
     def compute_gradient(self, fragment: Fragment) -> np.ndarray:
         """The clipped gradient of :func:`a2c_loss` on ``fragment``'s real steps, as one flat
@@ -193,10 +204,11 @@ class A2CLearner(ActorCriticState):
         adv_t = torch.as_tensor(adv.reshape(-1), dtype=torch.float32)[real]
         if cfg.normalize_advantages:
             adv_t = normalize_advantages(adv_t)
-        loss, self.last_metrics = a2c_loss(
+        loss, parts = a2c_loss(
             logits[real], values[real], torch.as_tensor(fragment.actions.reshape(-1))[real],
             torch.as_tensor(returns.reshape(-1), dtype=torch.float32)[real], adv_t,
             cfg.value_coef, cfg.entropy_coef)
+        self.last_report = A2CReport(float(loss.detach()), **parts)
         self.net.zero_grad(set_to_none=False)
         loss.backward()
         nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)

@@ -63,7 +63,3 @@ class ActorCriticSpec:
         obs_dim, act_dim = space_dims(env)
         return TensorReplayBuffer(self.config.buffer_size, obs_dim, act_dim, device,
                                   seed=self.config.seed + 1)
-
-    @staticmethod
-    def loss_of(metrics: dict[str, Any]) -> Any:
-        return metrics["critic_loss"]

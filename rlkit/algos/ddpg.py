@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -65,6 +65,20 @@ class DDPGConfig(WorkerShape):
         require_replay_settings(self)
 
 
+class DDPGReport(NamedTuple):
+    """What one DDPG update reports: detached scalar tensors left on the learner's device (or
+    floats, from :meth:`DDPGLearner.update_prioritized`)."""
+
+    critic_loss: Any
+    actor_loss: Any
+    q_mean: Any  # the critic's mean Q of the actor's actions (the actor's loss, negated)
+
+    @property
+    def loss(self) -> Any:
+        """The loss the loops log: the critic's."""
+        return self.critic_loss
+
+
 class DDPGLearner:
     """Actor and critic, each with a Polyak-averaged target network, and their optimisers.
 
@@ -92,7 +106,7 @@ class DDPGLearner:
         self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
     def update(self, batch: AnyBatch, importance_weights: torch.Tensor | None = None
-               ) -> dict[str, torch.Tensor]:
+               ) -> DDPGReport:
         """One critic step, one actor step, then Polyak steps of both targets.
 
         Args:
@@ -102,8 +116,8 @@ class DDPGLearner:
                 :meth:`update_prioritized`); ``None``: the plain mean.
 
         Returns:
-            Detached scalar tensors ``critic_loss``, ``actor_loss``, ``q_mean``, left on the
-            device (reading one makes the host wait for a GPU).
+            A :class:`DDPGReport` of detached scalar tensors, left on the device (reading one
+            makes the host wait for a GPU).
         """
         tensors = td_tensors(batch, self.config.gamma, self.device)
         critic_loss, self._td_errors = ddpg_critic_loss(
@@ -124,11 +138,10 @@ class DDPGLearner:
         polyak_update(self.critic_target, self.critic, self.config.tau)
         polyak_update(self.actor_target, self.actor, self.config.tau)
         self.updates += 1
-        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
-                "q_mean": -actor_loss.detach()}
+        return DDPGReport(critic_loss.detach(), actor_loss.detach(), -actor_loss.detach())
 
     def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
-                           ) -> tuple[dict[str, float], np.ndarray]:
+                           ) -> tuple[DDPGReport, np.ndarray]:
         """:meth:`update` with the critic loss ``mean_i(w_i * delta_i ** 2)``.
 
         Args:
@@ -136,13 +149,12 @@ class DDPGLearner:
             importance_weights: ``(B,)`` the sampler's ``w_i``.
 
         Returns:
-            ``(metrics as floats, td_errors)``: ``(B,)`` float32 ``|delta_i|`` from the critic
+            ``(the report as floats, td_errors)``: ``(B,)`` float32 ``|delta_i|`` from the critic
             step's forward pass, before any gradient step (the new priorities).
         """
         weights = importance_weights_tensor(importance_weights, len(batch), self.device)
-        metrics = self.update(batch, weights)
-        return ({k: float(v) for k, v in metrics.items()},
-                self._td_errors.abs().cpu().numpy())
+        report = self.update(batch, weights)
+        return DDPGReport(*(float(v) for v in report)), self._td_errors.abs().cpu().numpy()
 
     def get_weights(self) -> Weights:
         """The actor's weights (all a rollout worker needs) as numpy arrays."""

@@ -12,7 +12,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -76,6 +76,15 @@ class DQNConfig(WorkerShape):
                  "exploration should decay: make epsilon_end <= epsilon_start")
 
 
+class DQNReport(NamedTuple):
+    """What one DQN update reports: floats on the CPU; 0-d tensors left on a GPU (reading one
+    would make the host wait for the device at every update)."""
+
+    loss: Any  # the TD loss (Huber or squared), over the batch
+    q_mean: Any  # the mean Q(s, a) of the batch's actions
+    grad_norm: Any  # the gradient's norm before clipping
+
+
 def linear_epsilon(step: int, start: float, end: float, decay_steps: int) -> float:
     """Exploration rate after ``step`` env steps: ``start`` falling linearly to ``end``.
 
@@ -109,7 +118,7 @@ class DQNLearner:
         self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
     def update(self, batch: Batch | NStepBatch, importance_weights: torch.Tensor | None = None
-               ) -> dict[str, float | torch.Tensor]:
+               ) -> DQNReport:
         """One gradient step on ``batch``; syncs the target net every ``target_update_every``.
 
         Args:
@@ -119,9 +128,9 @@ class DQNLearner:
                 :meth:`update_prioritized`); ``None``: the plain mean loss.
 
         Returns:
-            ``{"loss", "q_mean", "grad_norm"}``: floats on the CPU; on a GPU, 0-d tensors left
-            on the device, because reading one (``.item()``) makes the host wait for the GPU
-            at every update. Callers read their mean once per batch of updates, as SAC's do
+            A :class:`DQNReport`: floats on the CPU; on a GPU, 0-d tensors left on the
+            device, because reading one (``.item()``) makes the host wait for the GPU at every
+            update. Callers read their mean once per batch of updates, as SAC's do
             (:meth:`rlkit.distributed.off_policy.roles.OffPolicyLearner.add_and_train`).
 
         Raises:
@@ -149,12 +158,11 @@ class DQNLearner:
         self.updates += 1
         if self.updates % cfg.target_update_every == 0:
             self.sync_target()
-        metrics = {"loss": loss.detach(), "q_mean": q_taken.detach().mean(),
-                   "grad_norm": grad_norm.detach()}
-        return {k: float(v) for k, v in metrics.items()} if on_host else metrics
+        report = DQNReport(loss.detach(), q_taken.detach().mean(), grad_norm.detach())
+        return DQNReport(*(float(v) for v in report)) if on_host else report
 
     def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
-                           ) -> tuple[dict[str, float], np.ndarray]:
+                           ) -> tuple[DQNReport, np.ndarray]:
         """:meth:`update` on the importance-weighted loss ``mean_i(w_i * loss_i)``.
 
         Args:
@@ -162,13 +170,12 @@ class DQNLearner:
             importance_weights: ``(B,)`` the sampler's ``w_i``.
 
         Returns:
-            ``(metrics, td_errors)``: :meth:`update`'s metrics and ``(B,)`` float32
+            ``(report, td_errors)``: :meth:`update`'s report and ``(B,)`` float32
             ``|target - Q(s, a)|`` from the same forward pass, before the gradient step (the
             transitions' new priorities; :func:`dqn_td_errors` gives the same numbers).
         """
         weights = importance_weights_tensor(importance_weights, len(batch), self.device)
-        metrics = self.update(batch, weights)
-        return metrics, self._td_errors.abs().cpu().numpy()
+        return self.update(batch, weights), self._td_errors.abs().cpu().numpy()
 
     @torch.no_grad()
     def sync_target(self) -> None:
@@ -283,6 +290,3 @@ class DQNSpec:
         return ReplayBuffer(self.config.buffer_size, space_dims(env)[0], None,
                             seed=self.config.seed + 1, n_step=self.config.n_step > 1)
 
-    @staticmethod
-    def loss_of(metrics: dict[str, Any]) -> Any:
-        return metrics["loss"]

@@ -11,6 +11,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -213,6 +214,17 @@ def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALA
                   "clipped_fraction": (ratio > config.rho_bar).float().mean().item()}
 
 
+class IMPALAReport(NamedTuple):
+    """What one IMPALA update reports: the means over its SGD steps."""
+
+    loss: float
+    pg_loss: float
+    value_loss: float
+    entropy: float
+    mean_ratio: float  # pi / mu of the taken actions: how far the data's policy lags
+    clipped_fraction: float  # the share of those ratios above rho_bar (V-trace's clip)
+
+
 class VTraceLearner(ActorCriticState):
     """Owns the network and its optimiser; one :meth:`update` per batch of ``B`` fragments
     (``config.minibatches`` SGD steps).
@@ -228,13 +240,13 @@ class VTraceLearner(ActorCriticState):
         self.updates = 0
         self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
 
-    def update(self, fragments: Sequence[Fragment]) -> dict[str, float]:
+    def update(self, fragments: Sequence[Fragment]) -> IMPALAReport:
         """One update on ``B`` fragments: ``config.minibatches`` gradient steps, each on an
         interleaved share of the batch's env columns (whole trajectories, as V-trace needs:
         columns ``j``, ``j + k``, ``j + 2k``, ... for step ``j`` of ``k``, spread over the
         fragments).
         From the second step on the network has moved since the targets' data was acted, and
-        V-trace's ratios account for it as for any lag. Returns the steps' mean metrics."""
+        V-trace's ratios account for it as for any lag. Returns the steps' mean report."""
         batch = stack_fragments(fragments)
         steps = self.config.minibatches
         if batch["actions"].shape[1] < steps:
@@ -257,4 +269,4 @@ class VTraceLearner(ActorCriticState):
             for name, value in metrics.items():
                 totals[name] = totals.get(name, 0.0) + value / steps
         self.updates += 1
-        return totals
+        return IMPALAReport(**totals)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -193,6 +193,18 @@ def policy_shift(log_probs: torch.Tensor, old_log_probs: torch.Tensor, clip: flo
             "clip_fraction": float(((ratio - 1).abs() > clip).float().mean())}
 
 
+class PPOReport(NamedTuple):
+    """What one PPO update reports (the loss parts averaged over the last epoch's minibatches,
+    and how far the whole batch's policy moved)."""
+
+    loss: float  # policy + value_coef * value - entropy_coef * entropy
+    policy: float  # the clipped surrogate's loss
+    value: float
+    entropy: float
+    approx_kl: float  # :func:`policy_shift`
+    clip_fraction: float
+
+
 class PPOLearner(ActorCriticState):
     """Owns the actor-critic (categorical or Gaussian, by the env's action space:
     :func:`rlkit.algos.policy_heads.make_actor_critic`) and its Adam optimiser; :meth:`update`
@@ -250,13 +262,13 @@ class PPOLearner(ActorCriticState):
         return (torch.as_tensor(returns, dtype=torch.float32),
                 torch.as_tensor(adv, dtype=torch.float32))
 
-    def update(self, fragments: Sequence[Fragment]) -> dict[str, float]:
+    def update(self, fragments: Sequence[Fragment]) -> PPOReport:
         """``epochs`` passes of shuffled minibatch SGD over the real steps of ``fragments``
         (reset rows left out), ``config.minibatches`` steps per pass.
 
         Returns:
-            The loss parts averaged over the last epoch's minibatches, their ``loss``, and
-            :func:`policy_shift` of the whole batch after the last epoch.
+            A :class:`PPOReport`: the loss parts averaged over the last epoch's minibatches,
+            their ``loss``, and :func:`policy_shift` of the whole batch after the last epoch.
         """
         cfg = self.config
         batch = stack_fragments(fragments)
@@ -294,7 +306,7 @@ class PPOLearner(ActorCriticState):
                        - cfg.entropy_coef * out["entropy"])
         with torch.no_grad():
             log_probs = evaluate_actions(self.net, obs, actions)[0]
-        return out | policy_shift(log_probs, old_log_probs, cfg.clip)
+        return PPOReport(**out, **policy_shift(log_probs, old_log_probs, cfg.clip))
 
 
 #: PPO on Pendulum-v1 (continuous actions: a Gaussian policy), the same for every seed: the RL

@@ -10,7 +10,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -121,6 +121,21 @@ def sac_alpha_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor,
     return -(log_alpha * (log_prob.detach() + target_entropy)).mean()
 
 
+class SACReport(NamedTuple):
+    """What one SAC update reports: detached scalar tensors left on the learner's device."""
+
+    critic_loss: Any
+    actor_loss: Any
+    alpha_loss: Any
+    alpha: Any  # the temperature the update used
+    entropy: Any  # -mean log pi(a|s) of the actor's fresh actions
+
+    @property
+    def loss(self) -> Any:
+        """The loss the loops log: the critics'."""
+        return self.critic_loss
+
+
 class SACLearner:
     """Actor, twin critics with Polyak-averaged targets, and a learned temperature.
 
@@ -157,13 +172,13 @@ class SACLearner:
         self._actor_loss_fn = torch.compile(sac_actor_loss) if config.compile_losses \
             else sac_actor_loss
 
-    def update(self, batch: TensorBatch) -> dict[str, torch.Tensor]:
+    def update(self, batch: TensorBatch) -> SACReport:
         """One step of each loss on ``batch`` (tensors on ``self.device``).
 
         Returns:
-            Detached scalar tensors ``critic_loss``, ``actor_loss``, ``alpha_loss``, ``alpha``,
-            ``entropy``. They stay on the device: reading them (``.item()``) would make the
-            host wait for the GPU, so callers read them once per many updates.
+            A :class:`SACReport` of detached scalar tensors. They stay on the device: reading
+            them (``.item()``) would make the host wait for the GPU, so callers read them once
+            per many updates.
         """
         alpha = self.log_alpha.detach().exp()
         critic_loss = self._critic_loss_fn(self.critic, self.critic_target, self.actor, batch,
@@ -192,9 +207,8 @@ class SACLearner:
 
         polyak_update(self.critic_target, self.critic, self.config.tau)
         self.updates += 1
-        return {"critic_loss": critic_loss.detach(), "actor_loss": actor_loss.detach(),
-                "alpha_loss": alpha_loss.detach(), "alpha": alpha.squeeze(0),
-                "entropy": -log_prob.detach().mean()}
+        return SACReport(critic_loss.detach(), actor_loss.detach(), alpha_loss.detach(),
+                         alpha.squeeze(0), -log_prob.detach().mean())
 
     def state_dict(self) -> dict[str, Any]:
         """Networks, temperature, optimisers and update count: everything to continue training."""

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import torch
 
+from rlkit.algos.sac import SACReport
 from rlkit.core.types import TensorBatch
 from rlkit.replay.buffers import TensorReplayBuffer
 
-#: The order of :meth:`SACGraphUpdate.take_sums`'s entries.
-METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy")
+#: The order of :meth:`SACGraphUpdate.take_sums`'s entries: a :class:`SACReport`'s.
+METRICS = SACReport._fields
 
 
 class SACGraphUpdate:
@@ -88,8 +89,8 @@ class SACGraphUpdate:
         batch = TensorBatch(b.obs.index_select(0, idx), b.actions.index_select(0, idx),
                             b.rewards.index_select(0, idx), b.next_obs.index_select(0, idx),
                             b.terminations.index_select(0, idx))
-        metrics = self.learner.update(batch)
-        self.sums += torch.stack([metrics[k].reshape(()) for k in METRICS])
+        report = self.learner.update(batch)
+        self.sums += torch.stack([value.reshape(()) for value in report])
 
     def capture(self, draw_indices: bool = True) -> None:
         """Record the update now (the first :meth:`replay` does it otherwise): a few eager
@@ -135,14 +136,14 @@ class SACGraphUpdate:
         self.learner.updates += 1
         self.replays_since_read += 1
 
-    def take_sums(self) -> tuple[dict[str, float], int]:
-        """The metrics summed over the replays since the last call (one host sync), and their
+    def take_sums(self) -> tuple[SACReport, int]:
+        """The reports summed over the replays since the last call (one host sync), and their
         count; the sums restart from zero."""
         values = self.sums.tolist()
         count = self.replays_since_read
         self.sums.zero_()
         self.replays_since_read = 0
-        return dict(zip(METRICS, values)), count
+        return SACReport(*values), count
 
 
 def _optimizers(learner) -> list[torch.optim.Optimizer]:

@@ -130,12 +130,23 @@ class ReplayConfig(Protocol):
     fragment_steps: int
 
 
+class UpdateReport(Protocol):
+    """What a learner's ``update`` returns: a NamedTuple of its own (``DQNReport``,
+    ``SACReport``, ``PPOReport``, ...) whose ``loss`` the loops log; the rest are its extras,
+    read by name (``report.approx_kl``), never by key."""
+
+    @property
+    def loss(self) -> Any: ...
+
+    def _asdict(self) -> dict[str, Any]: ...
+
+
 class Learner(Protocol):
     """What the drivers need of an algorithm's learner."""
 
     updates: int
 
-    def update(self, batch: Any) -> dict[str, Any]: ...
+    def update(self, batch: Any) -> UpdateReport: ...
 
     def get_weights(self) -> Weights: ...
 
@@ -177,7 +188,6 @@ class OffPolicyAlgorithm(Protocol):
 
     def make_buffer(self, env: gym.Env, device: torch.device) -> Any: ...
 
-    def loss_of(self, metrics: dict[str, Any]) -> Any: ...
 
 
 class OnPolicyAlgorithm(Protocol):

@@ -205,10 +205,11 @@ class _OnPolicyRun:
             for ret in traj.episode_returns:
                 self.history.log_episode(self.env_steps, clock(), ret)
         self.lags += [learner.updates - version] * len(batch)
-        metrics = learner.update(batch)
-        self.history.log_loss(self.env_steps, metrics.pop("loss"))
-        for key, value in metrics.items():
-            self.diagnostics.setdefault(key, []).append(value)
+        report = learner.update(batch)
+        self.history.log_loss(self.env_steps, report.loss)
+        for key, value in report._asdict().items():
+            if key != "loss":
+                self.diagnostics.setdefault(key, []).append(value)
         self.past.append(learner.get_weights())
         if evaluation_due(self.env_steps, self.history.eval_steps, config.eval_every,
                           config.total_steps):

@@ -138,8 +138,8 @@ def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
                     for ret in fragment.episode_returns:
                         history.log_episode(step, clock(), ret)
                     if learner.updates < updates_owed(step, config, resumed):
-                        metrics = learner.update(buffer.sample(config.batch_size))
-                        losses.append(torch.as_tensor(algo.loss_of(metrics)))
+                        report = learner.update(buffer.sample(config.batch_size))
+                        losses.append(torch.as_tensor(report.loss))
                         if checkpointer.due(learner.updates):
                             flush_losses()
                             save(periodic=True)

@@ -79,9 +79,9 @@ class GradientWorker:
         self.learner.set_weights(message.weights)
         fragment = self.collect()
         gradient = self.learner.compute_gradient(fragment)
-        loss = self.learner.last_metrics
+        report = self.learner.last_report
         return GradientMessage(gradient, message.version, self.index, fragment.num_steps,
-                               fragment.episode_returns, loss["policy"] + loss["value"])
+                               fragment.episode_returns, report.policy + report.value)
 
 
 class GradientServer(SavesLearner):

@@ -186,8 +186,8 @@ class ApexLearner(SavesLearner, GroupMember):
             batch = NStepBatch(*(np.concatenate(f) for f in zip(*(p.batch for _, p in parts))))
             prios = np.concatenate([p.priorities for _, p in parts])
             weights = importance_weights(prios, float(self.mins.min()), beta)
-            metrics, td = self.learner.update_prioritized(batch, weights)
-            losses.append(float(self.algo.loss_of(metrics)))
+            report, td = self.learner.update_prioritized(batch, weights)
+            losses.append(float(report.loss))
             td_means.append(float(np.mean(td)))
             start = 0
             for k, p in parts:

@@ -205,10 +205,11 @@ class IMPALALearner(SavesLearner, GroupMember):
             steps = sum(f.num_steps for f in batch)
             env_steps += steps
             returns += [r for f in batch for r in f.episode_returns]
-            metrics = self.learner.update(batch)
-            loss = metrics.pop("loss")
-            for key, value in metrics.items():
-                diagnostics.setdefault(key, []).append(float(value))
+            report = self.learner.update(batch)
+            loss = report.loss
+            for key, value in report._asdict().items():
+                if key != "loss":
+                    diagnostics.setdefault(key, []).append(float(value))
             self.consumed += steps
             self.publish()
             busy += time.perf_counter() - start

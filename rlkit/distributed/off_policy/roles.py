@@ -235,8 +235,8 @@ class OffPolicyLearner(GroupMember):
             if self.graph is not None:
                 self.graph.replay()  # the whole update, one CUDA graph
             else:
-                metrics = self.learner.update(self.buffer.sample(self.config.batch_size // ranks))
-                losses.append(torch.as_tensor(self.algo.loss_of(metrics)))
+                report = self.learner.update(self.buffer.sample(self.config.batch_size // ranks))
+                losses.append(torch.as_tensor(report.loss))
             if self.learner.updates - self.published_at >= self.publish_every:
                 self.publish(wait=False)
             self.send_copied()
@@ -245,7 +245,7 @@ class OffPolicyLearner(GroupMember):
             self.weights.flush()
         if self.graph is not None and num_updates:
             sums, count = self.graph.take_sums()  # the graph summed the losses on the device
-            loss = float(self.algo.loss_of(sums)) / count
+            loss = float(sums.loss) / count
         else:
             loss = float(torch.stack(losses).mean()) if losses else float("nan")
         if num_updates:
