@@ -136,10 +136,11 @@ CASES = [
     ("A2C with a string worker count", lambda ck: train_a2c_ray(A2CConfig(num_workers="2")),
      ValueError, r"num_workers='2' must be an int >= 1 \(got a str\). Fix:"),
     ("A3C with a zero step budget", lambda ck: train_a3c_ray(A2CConfig(total_steps=0)),
-     ValueError, r"max_steps=0 must be an int >= 1 or None. Fix:"),
+     ValueError, r"total_steps=0 must be an int >= 1. Fix:"),
     ("A3C with one env id where a list is meant", lambda ck: train_a3c_ray(A2CConfig(
         worker_env_ids="CartPole-v1")), ValueError, r"worker_env_ids='CartPole-v1' must be a list "
-     r"holding an env id \(str\) or None per worker or None. Fix: use e.g. worker_env_ids="),
+     r"holding an env id \(str\) or None per worker or None \(got a str\). Fix: use e.g. "
+     r"worker_env_ids="),
     ("A3C worker on an unknown env", lambda ck: train_a3c_ray(
         A2CConfig(worker_env_ids=[None, "CartPole-v9"])), ValueError,
      r"env_id='CartPole-v9' is not a registered gymnasium environment.*Fix:"),
@@ -173,7 +174,7 @@ CASES = [
     ("single-process A2C given an IMPALAConfig", lambda ck: train_a2c(IMPALAConfig()),
      TypeError, r"train_a2c takes an A2CConfig as config, got IMPALAConfig. Fix:"),
     ("single-process A2C with no steps", lambda ck: train_a2c(A2CConfig(total_steps=0)),
-     ValueError, r"max_steps=0 must be an int >= 1 or None. Fix:"),
+     ValueError, r"total_steps=0 must be an int >= 1. Fix:"),
     ("single-process IMPALA given an A2CConfig", lambda ck: train_impala(A2CConfig()),
      TypeError, r"train_impala takes an IMPALAConfig as config, got A2CConfig. Fix:"),
     ("a negative simulated lag", lambda ck: train_impala(IMPALAConfig(), policy_lag=-1),
