@@ -185,3 +185,25 @@ def test_sac_learner_weights_are_copies():
     assert not any(np.array_equal(weights[k], v.numpy())
                    for k, v in learner.actor.state_dict().items() if k in weights
                    and k not in ("scale", "bias"))
+
+
+def test_one_seed_formula_for_every_role():
+    """``role_seed`` (issue 39) gives each role the seed it had before it existed (the
+    one-process runs stay bit-identical), keeps a run's roles apart, and moves every role to a
+    new stream when it is restarted or the run is resumed."""
+    from rlkit.core.common import ROLE_SEEDS, role_seed, worker_seed
+
+    seed = 12
+    assert [worker_seed(seed, i, r) for i, r in ((0, 0), (1, 0), (0, 1))] == [
+        1012, 2012, 101_012]  # seed + 1000 * (i + 1) + 100_000 * restart, by hand
+    assert role_seed(seed, "replay") == 13 and role_seed(seed, "shard", 1) == 23
+    assert role_seed(seed, "replay share", 2) == 12 + 2 * 7919
+    assert role_seed(seed, "learner sampler", 1) == 12 + 7 + 7919
+    assert role_seed(seed, "one-process runner", 500) == 512
+    firsts = [role_seed(seed, role, i) for role, (_, stride) in ROLE_SEEDS.items()
+              if role != "one-process runner" for i in (range(4) if stride else [0])]
+    assert len(set(firsts)) == len(firsts)  # no two roles (or copies) of a run share a stream
+    for role in ROLE_SEEDS:  # a restart or a resume (1000 incarnations) never reuses one
+        assert role_seed(seed, role, 1, 1) not in firsts
+        assert role_seed(seed, role, 1, 1000) not in firsts
+    assert role_seed(2**31 - 1, "worker", 3, 1000) < 2**31  # always a valid seed

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlkit.core.common import role_seed
 from rlkit.core.types import BatchPolicy
 from rlkit.envs.make import ActionKind, space_dims
 from rlkit.replay.buffers import TensorReplayBuffer
@@ -30,7 +31,7 @@ def deterministic_batch_policy(actor: nn.Module) -> BatchPolicy:
 class ActorCriticSpec:
     """Continuous actions, a uniform-random warm-up of ``learning_starts`` env steps, the actor
     acting and evaluated without noise, the replay buffer on the learner's device (seeded
-    ``seed + 1``), and the critic's loss as the loss the loops record.
+    ``role_seed(seed, "replay")``), and the critic's loss as the loss the loops record.
 
     Subclasses set ``name`` and ``learner_class`` (built as ``learner_class(obs_dim, act_dim,
     low, high, config, device)``) and write ``make_policy_network`` and
@@ -62,4 +63,4 @@ class ActorCriticSpec:
     def make_buffer(self, env: gym.Env, device: torch.device) -> TensorReplayBuffer:
         obs_dim, act_dim = space_dims(env)
         return TensorReplayBuffer(self.config.buffer_size, obs_dim, act_dim, device,
-                                  seed=self.config.seed + 1)
+                                  seed=role_seed(self.config.seed, "replay"))

@@ -23,7 +23,7 @@ from rlkit.algos.dqn_td import (DQNPriorityModel, dqn_loss, dqn_q_and_targets,  
                                 dqn_targets, dqn_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
-from rlkit.core.common import polyak_update
+from rlkit.core.common import polyak_update, role_seed
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
@@ -288,5 +288,6 @@ class DQNSpec:
 
     def make_buffer(self, env: gym.Env, device: torch.device) -> ReplayBuffer:
         return ReplayBuffer(self.config.buffer_size, space_dims(env)[0], None,
-                            seed=self.config.seed + 1, n_step=self.config.n_step > 1)
+                            seed=role_seed(self.config.seed, "replay"),
+                            n_step=self.config.n_step > 1)
 

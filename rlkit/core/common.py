@@ -49,13 +49,36 @@ def eval_seed(config_seed: int, eval_index: int, episodes: int) -> int:
     return 1_000_000 + 10_000 * config_seed + eval_index * episodes
 
 
+#: Each role's seed: ``(offset, stride)`` in :func:`role_seed`. The offsets keep the roles of one
+#: run apart (a worker's streams start at +1000, far from the replay's +1, a shard's +10 + k,
+#: a learner rank's +7919 * rank); they are the values each role used before this table, so a
+#: run draws what it drew before.
+ROLE_SEEDS = {
+    "worker": (1000, 1000),  # its envs, exploration and sampling
+    "replay": (1, 0),  # a learner's replay buffer (one process and Ray)
+    "replay share": (0, 7919),  # rank r's share of a learner group's replay (off-policy)
+    "learner sampler": (7, 7919),  # rank r's draws across Ape-X's shards
+    "shard": (10, 1),  # Ape-X's replay shard k
+    "one-process runner": (0, 1),  # the one-process loop's envs, reseeded at step s on resume
+}
+
+
+def role_seed(config_seed: int, role: str, index: int = 0, incarnation: int = 0) -> int:
+    """The one seed formula of every role: ``config_seed + offset + stride * index + 100_000 *
+    incarnation`` (:data:`ROLE_SEEDS`), modulo ``2**31`` so it is a valid seed anywhere.
+    ``index`` tells copies of a role apart (worker ``i``, rank ``r``, shard ``k``);
+    ``incarnation`` counts a role's restarts, plus 1000 per resume of the run
+    (:func:`resume_generation`), so no restarted or resumed role draws a stream used before."""
+    offset, stride = ROLE_SEEDS[role]
+    return (config_seed + offset + stride * index + 100_000 * incarnation) % 2**31
+
+
 def worker_seed(config_seed: int, worker_index: int, restart: int = 0) -> int:
-    """The seed of worker ``worker_index`` (its environments, its exploration, its sampling),
-    in every pattern: ``config_seed + 1000 * (i + 1) + 100_000 * restart``. Workers never share
-    a random stream, nor does a restarted worker with the one it replaces (``restart`` counts
-    its incarnations; every driver adds 1000 per resume from a checkpoint:
-    :func:`resume_generation`)."""
-    return config_seed + 1000 * (worker_index + 1) + 100_000 * restart
+    """The seed of worker ``worker_index`` in every pattern: :func:`role_seed` of a
+    ``"worker"``, ``config_seed + 1000 * (i + 1) + 100_000 * restart``. Workers never share a
+    random stream, nor does a restarted worker with the one it replaces (``restart`` counts its
+    incarnations; every driver adds 1000 per resume from a checkpoint)."""
+    return role_seed(config_seed, "worker", worker_index, restart)
 
 
 def resume_generation(events: list[str]) -> int:

@@ -21,7 +21,7 @@ import torch
 
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
-from rlkit.core.common import check_finite, eval_seed, evaluation_due
+from rlkit.core.common import check_finite, eval_seed, evaluation_due, role_seed
 from rlkit.core.metrics import History
 from rlkit.core.types import OffPolicyAlgorithm
 from rlkit.core.validation import FLAG, check_value, require_instance
@@ -93,7 +93,8 @@ def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
     rng = np.random.default_rng(config.seed)
     if resumed is not None:
         history, step, clock_offset = resumed.history, resumed.env_steps, resumed.wall_seconds
-    runner = EnvRunner(config.env_id, config.seed + step, algo.action_kind, algo.name)
+    runner = EnvRunner(config.env_id, role_seed(config.seed, "one-process runner", step),
+                       algo.action_kind, algo.name)
     learner, buffer = _learner_and_buffer(algo, runner.env, resumed)
     transitions = FragmentTransitions(config, runner.num_envs)  # one-step or n-step
     losses: list[torch.Tensor] = []

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rlkit.algos.apex import ApexAlgorithm, check_apex_algorithm
-from rlkit.core.common import eval_seed, evaluation_due
+from rlkit.core.common import eval_seed, evaluation_due, role_seed
 from rlkit.core.metrics import RunResult
 from rlkit.core.types import Weights
 from rlkit.core.validation import build
@@ -143,14 +143,14 @@ class ApexRun(DriverRun):
         for k in range(apex.num_shards):
             sup.start(f"shard {k}", lambda r, k=k: ray.remote(ReplayShard).options(
                 **sup.options(f"shard {k}")).remote(capacity, obs_dim, act_dim, apex.alpha,
-                                                    self.cfg.seed + 10 + k))
+                                                    role_seed(self.cfg.seed, "shard", k, r)))
         shards = RayShards([sup[f"shard {k}"] for k in range(apex.num_shards)], timeout)
         channel = RayChannel(server, timeout)
         world = len(self.learner_roles)  # rank 0 publishes the weights
         for rank, role in enumerate(self.learner_roles):
             sup.start(role, lambda r, rank=rank, role=role: ray.remote(ApexLearner).options(
                 **sup.options(role)).remote(algo, None if rank else channel, shards, "cpu",
-                                            rank, world))
+                                            rank, world, r))
         for i in range(self.cfg.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(ApexWorker).options(
                 **sup.options(f"worker {i}")).remote(algo, i, channel, shards, r))

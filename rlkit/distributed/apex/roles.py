@@ -22,7 +22,7 @@ import torch
 
 from rlkit.algos.apex import ApexAlgorithm
 from rlkit.algos.exploration import worker_rungs
-from rlkit.core.common import worker_seed
+from rlkit.core.common import role_seed, worker_seed
 from rlkit.core.types import FragmentStats, NStepBatch, Weights
 from rlkit.distributed.apex.shards import ShardClient
 from rlkit.distributed.runtime.learner_group import GroupMember
@@ -132,7 +132,8 @@ class ApexLearner(SavesLearner, GroupMember):
     """
 
     def __init__(self, algo: ApexAlgorithm, weights: WeightsChannel | None, shards: ShardClient,
-                 device: str = "cpu", rank: int = 0, world_size: int = 1) -> None:
+                 device: str = "cpu", rank: int = 0, world_size: int = 1,
+                 restart: int = 0) -> None:
         torch.set_num_threads(algo.config.torch_threads)
         torch.manual_seed(algo.config.seed)
         self.algo, self.weights, self.shards = algo, weights, shards
@@ -140,7 +141,8 @@ class ApexLearner(SavesLearner, GroupMember):
         self.learner = algo.make_learner(env, torch.device(device))
         env.close()
         self.rank, self.batch_size = rank, algo.config.batch_size // world_size
-        self.rng = np.random.default_rng(algo.config.seed + 7 + 7919 * rank)
+        self.rng = np.random.default_rng(role_seed(algo.config.seed, "learner sampler", rank,
+                                                   restart))
         self.totals: np.ndarray | None = None
         self.mins: np.ndarray | None = None
 

@@ -253,9 +253,9 @@ class OffPolicyRun(DriverRun):
         device = "cuda" if plan.learner_gpus > 0 else "cpu"
         world = len(self.learner_roles)  # rank 0 publishes the weights
         for rank, role in enumerate(self.learner_roles):
-            sup.start(role, lambda _, rank=rank, role=role: ray.remote(OffPolicyLearner).options(
+            sup.start(role, lambda r, rank=rank, role=role: ray.remote(OffPolicyLearner).options(
                 **sup.options(role)).remote(algo, None if rank else channel, opts.publish_every,
-                                            device, rank, world))
+                                            device, rank, world, r))
         learner = sup[self.LEARNER]
         sup.start("evaluator", lambda _: ray.remote(Evaluator).options(
             **sup.options("evaluator")).remote(algo))

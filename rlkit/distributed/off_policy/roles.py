@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from rlkit.algos.sac_graph import SACGraphUpdate
-from rlkit.core.common import check_finite, worker_seed
+from rlkit.core.common import check_finite, role_seed, worker_seed
 from rlkit.core.networks import load_numpy_weights
 from rlkit.core.types import Batch, FragmentStats, NStepBatch, OffPolicyAlgorithm, Weights
 from rlkit.distributed.runtime.host_copy import HostCopy
@@ -159,7 +159,7 @@ class OffPolicyLearner(GroupMember):
 
     def __init__(self, algo: OffPolicyAlgorithm, weights: WeightsChannel | None = None,
                  publish_every: int = 10, device: str = "auto", rank: int = 0,
-                 world_size: int = 1) -> None:
+                 world_size: int = 1, restart: int = 0) -> None:
         self.rank, self.world_size = rank, world_size
         config = algo.config
         torch.set_num_threads(config.torch_threads)
@@ -170,7 +170,8 @@ class OffPolicyLearner(GroupMember):
         self.learner = algo.make_learner(env, self.device)
         if world_size > 1:  # a share of the replay: its own capacity share and sampling seed
             share = dataclasses.replace(config, buffer_size=config.buffer_size // world_size,
-                                        seed=(config.seed + 7919 * rank) % 2**31)
+                                        seed=role_seed(config.seed, "replay share", rank,
+                                                       restart))
             algo = type(algo)(share)
         self.buffer = algo.make_buffer(env, self.device)
         env.close()
