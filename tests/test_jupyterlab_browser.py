@@ -68,6 +68,15 @@ assert result.env_steps >= config.total_steps and result.history.eval_returns"""
 ax.plot(result.history.eval_steps, result.history.eval_returns, marker="o")
 ax.set_xlabel("env steps"); ax.set_ylabel("greedy return")
 plt.show()""",
+    # the run's timeline, and one of 16 lanes (the most a notebook of the series draws)
+    """from rlkit.core.timeline import Span
+from rlkit.notebook.timeline_plot import plot_timeline
+plot_timeline(result.timeline, result.wall_seconds, title="A3C, the whole run")
+plt.show()
+lanes = [Span(f"worker {i}", "fragment", 0.1 * i, 0.1 * i + 0.5) for i in range(14)]
+plot_timeline(lanes + [Span("driver", "fragment", 0.0, 0.1), Span("learner", "train", 0.0, 2.0)],
+              2.0, title="16 lanes")
+plt.show()""",
     "ray.shutdown()\nassert not ray.is_initialized()",
 ]
 RUN_TIMEOUT_S = 300  # about 30 s on the 2-core VM; a 3x slower, loaded machine stays well inside
@@ -142,6 +151,9 @@ SNAPSHOT_JS = r"""() => {
         .map(e => e.textContent.trim()),
     images: [...panel.node.querySelectorAll(".jp-OutputArea-output img")]
         .filter(img => img.complete && img.naturalWidth > 0).length,
+    scales: [...panel.node.querySelectorAll(".jp-OutputArea-output img")]
+        .filter(img => img.complete && img.naturalWidth > 0)
+        .map(img => img.getBoundingClientRect().width / img.naturalWidth),
     indicator: indicator ? indicator.dataset.status : null,
     kernelStatus: status.split("|").pop().trim(),
     errors: errors,
@@ -348,7 +360,11 @@ def test_notebook_runs_in_jupyterlab(browser, lab):
         assert not snap["errors"], "\n\n".join(snap["errors"])
         assert all(re.fullmatch(r"\[\d+\]:", p) for p in snap["prompts"]), snap["prompts"]
         assert len(snap["prompts"]) == expected_code_cells, snap["prompts"]
-        assert snap["images"] >= 1, "no image output (the matplotlib figure) was shown"
+        assert snap["images"] == 3, "the figure and the two timelines were not all shown"
+        # at JupyterLab's default width every figure is drawn at its own size, not shrunk: the
+        # timelines' lane labels (8 pt at the inline backend's 100 dpi, 11 px; their spacing is
+        # checked in test_notebook_helpers) stay as legible as they were drawn
+        assert all(scale > 0.99 for scale in snap["scales"]), snap["scales"]
         bar = page.locator(".rlkit-progress")
         assert bar.count() == 1 and bar.get_attribute("data-state") == "done", (
             "the training run's progress bar was not shown, or did not end full (budget used)")

@@ -56,3 +56,25 @@ def test_a_timeline_draws_a_lane_per_role_in_order_and_its_busy_fractions_add_up
     bars = [c for c in ax.collections if len(c.get_paths())]
     assert sum(len(c.get_paths()) for c in bars) == 5  # one bar per span
     assert ax.get_xlim() == (0.0, 4.0)
+
+
+def test_sixteen_lanes_stay_legible_at_the_default_width():
+    """A timeline of 16 roles (the most the series draws): 8 inches wide (fits JupyterLab's
+    output area unshrunk, which the browser test checks), labels of 8 pt, and lanes far enough
+    apart that neighbouring labels never overlap (issue 41)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rlkit.core.timeline import Span
+    from rlkit.notebook.timeline_plot import plot_timeline
+
+    spans = [Span(f"worker {i}", "fragment", 0.1 * i, 0.5) for i in range(14)]
+    spans += [Span("driver", "fragment", 0.0, 0.1), Span("learner", "train", 0.0, 2.0)]
+    ax = plot_timeline(spans, 2.0)
+    fig = ax.figure
+    fig.canvas.draw()
+    assert fig.get_figwidth() <= 8.0
+    labels = ax.get_yticklabels()
+    assert len(labels) == 16 and all(t.get_fontsize() >= 8 for t in labels)
+    boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.y0)
+    assert all(lower.y1 <= upper.y0 for lower, upper in zip(boxes, boxes[1:]))  # no overlap
