@@ -164,15 +164,14 @@ def test_a_solved_run_launches_nothing_more():
     assert list(run.pending) == ["fragment 2"]  # launched before the solve; nothing after
 
 
-def test_the_skeleton_records_a_span_per_call_and_per_event_it_handles():
-    """Every launched call gets a span of its role from launch to answer, every handled answer
-    a span of the driver; a call still in flight at the end is marked unfinished."""
-    from rlkit.core.timeline import DRIVER, Span, busy_seconds
+def _three_fragments(options):
+    """A run on the skeleton without Ray: each schedule asks worker 0 for a fragment (one env
+    step); done after three; the fourth call is still in flight at the end."""
     from rlkit.distributed.runtime.driver import DriverRun
 
     class Run(DriverRun):
         def __init__(self):
-            super().__init__(RunOptions(), total_steps=3, name="test", algorithm="test",
+            super().__init__(options, total_steps=3, name="test", algorithm="test",
                              config=SMALL_DQN)
             self.supervisor = _Calls()
 
@@ -187,6 +186,15 @@ def test_the_skeleton_records_a_span_per_call_and_per_event_it_handles():
 
     run = Run()
     run.train()
+    return run
+
+
+def test_the_skeleton_records_a_span_per_call_and_per_event_it_handles():
+    """Every launched call gets a span of its role from launch to answer, every handled answer
+    a span of the driver; a call still in flight at the end is marked unfinished."""
+    from rlkit.core.timeline import DRIVER, Span, busy_seconds
+
+    run = _three_fragments(RunOptions())
     spans = run.timeline.timeline()
     calls = [s for s in spans if s.role == "worker 0"]
     assert [s.what for s in calls] == ["fragment"] * 4 and calls[-1].end is None  # in flight
@@ -219,25 +227,7 @@ def test_a_dropped_call_ends_where_it_was_given_up_not_at_the_end_of_the_run():
 
 def test_a_run_with_timeline_off_records_nothing_and_still_runs():
     """``timeline=False`` (the overhead benchmark's control): the same loop, no spans."""
-    from rlkit.distributed.runtime.driver import DriverRun
-
-    class Run(DriverRun):
-        def __init__(self):
-            super().__init__(RunOptions(timeline=False), total_steps=3, name="test",
-                             algorithm="test", config=SMALL_DQN)
-            self.supervisor = _Calls()
-
-        def schedule(self):
-            self.expect(f"fragment {self.env_steps}", "worker 0", self.on_fragment)
-
-        def on_fragment(self, ref):
-            self.env_steps += 1
-
-        def done(self):
-            return self.env_steps >= self.total_steps
-
-    run = Run()
-    run.train()
+    run = _three_fragments(RunOptions(timeline=False))
     assert run.env_steps == 3 and run.timeline.timeline() == []
 
 

@@ -6,14 +6,8 @@ imported from its module on first use."""
 
 from rlkit.core.exports import lazy_exports
 
-EXPORTS = {
-    "DQNConfig": "dqn", "DQNSpec": "dqn",
-    "SACConfig": "sac", "SACSpec": "sac", "LUNAR_LANDER": "sac",
-    "DDPGConfig": "ddpg", "DDPGSpec": "ddpg",
-    "ApexConfig": "apex", "ApexDQN": "apex", "ApexDDPG": "apex",
-    "A2CConfig": "a2c",
-    "IMPALAConfig": "impala",
-    "PPOConfig": "ppo", "PENDULUM": "ppo",
-}
+EXPORTS, __getattr__, __dir__ = lazy_exports(__name__, {
+    "dqn": ("DQNConfig", "DQNSpec"), "sac": ("SACConfig", "SACSpec", "LUNAR_LANDER"),
+    "ddpg": ("DDPGConfig", "DDPGSpec"), "apex": ("ApexConfig", "ApexDQN", "ApexDDPG"),
+    "a2c": ("A2CConfig",), "impala": ("IMPALAConfig",), "ppo": ("PPOConfig", "PENDULUM")})
 __all__ = sorted(EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

@@ -8,16 +8,11 @@ as are ``init_ray`` and the run options; each is imported from its module on fir
 
 from rlkit.core.exports import lazy_exports
 
-EXPORTS = {
-    "init_ray": "runtime.cluster", "RunOptions": "runtime.options",
-    "train_dqn_ray": "off_policy.driver", "train_sac_ray": "off_policy.driver",
-    "train_ray": "off_policy.driver", "OffPolicyOptions": "off_policy.options",
-    "OffPolicyResult": "off_policy.options",
-    "train_apex_ray": "apex.driver", "ApexResult": "apex.driver",
-    "train_a3c_ray": "a3c.driver", "train_a2c_ray": "a3c.driver", "train_a2c": "a3c.driver",
-    "A3CResult": "a3c.driver",
-    "train_impala_ray": "impala.driver", "train_ppo_ray": "impala.driver",
-    "train_appo_ray": "impala.driver",
-}
+EXPORTS, __getattr__, __dir__ = lazy_exports(__name__, {
+    "runtime.cluster": ("init_ray",), "runtime.options": ("RunOptions",),
+    "off_policy.driver": ("train_dqn_ray", "train_sac_ray", "train_ray"),
+    "off_policy.options": ("OffPolicyOptions", "OffPolicyResult"),
+    "apex.driver": ("train_apex_ray", "ApexResult"),
+    "a3c.driver": ("train_a3c_ray", "train_a2c_ray", "train_a2c", "A3CResult"),
+    "impala.driver": ("train_impala_ray", "train_ppo_ray", "train_appo_ray")})
 __all__ = sorted(EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

@@ -3,11 +3,7 @@
 
 from rlkit.core.exports import lazy_exports
 
-EXPORTS = {
-    "train_dqn": "loop", "train_sac": "loop", "train_single_process": "loop",
-    "TrainResult": "loop",
-    "train_impala": "impala", "IMPALAResult": "impala",
-    "train_ppo": "ppo",
-}
+EXPORTS, __getattr__, __dir__ = lazy_exports(__name__, {
+    "loop": ("train_dqn", "train_sac", "train_single_process", "TrainResult"),
+    "impala": ("train_impala", "IMPALAResult"), "ppo": ("train_ppo",)})
 __all__ = sorted(EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)
