@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 
 import numpy as np
 
-from benchmarks.common import write_result
+from benchmarks.common import solve_summary, write_result
 
 
 def rollout_ceiling(config: object, seconds: float) -> float:
@@ -90,17 +89,7 @@ def main() -> None:
         print(throughput, flush=True)
     finally:
         ray.shutdown()
-    summary = {}
-    for key, by_seed in runs.items():
-        walls = [v["seconds_to_solve"] for v in by_seed.values()]
-        steps = [v["steps_to_solve"] for v in by_seed.values()]
-        summary[key] = {"solved": sum(v["solved"] for v in by_seed.values()),
-                        "seeds": len(by_seed),
-                        "median_seconds_to_solve": statistics.median(walls),
-                        "range_seconds_to_solve": [min(walls), max(walls)],
-                        "median_steps_to_solve": statistics.median(steps),
-                        "range_steps_to_solve": [min(steps), max(steps)],
-                        "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
+    summary = solve_summary(runs)
     print(json.dumps({**summary, "throughput": throughput}, indent=1))
     write_result("a3c", {"summary": summary, "throughput": throughput, "runs": runs,
                          "config": config_dict(A2CConfig()), "workers": args.workers})

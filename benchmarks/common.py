@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,23 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"machine": describe_machine(), **data}, indent=1))
     print("wrote", path)
     return path
+
+
+def solve_summary(runs: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per run kind, over its seeds (``runs[kind][seed]`` with ``solved``, ``steps_to_solve``,
+    ``seconds_to_solve``): how many solved, the medians and ranges, and ms per env step."""
+    summary = {}
+    for key, by_seed in runs.items():
+        walls = [v["seconds_to_solve"] for v in by_seed.values()]
+        steps = [v["steps_to_solve"] for v in by_seed.values()]
+        summary[key] = {"solved": sum(v["solved"] for v in by_seed.values()),
+                        "seeds": len(by_seed),
+                        "median_seconds_to_solve": statistics.median(walls),
+                        "range_seconds_to_solve": [min(walls), max(walls)],
+                        "median_steps_to_solve": statistics.median(steps),
+                        "range_steps_to_solve": [min(steps), max(steps)],
+                        "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
+    return summary
 
 
 def save_plot(fig: Any, name: str) -> Path:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 
-from benchmarks.common import write_result
+from benchmarks.common import solve_summary, write_result
 
 
 def main() -> None:
@@ -62,17 +61,7 @@ def main() -> None:
                     print(key, seed, runs[key][str(seed)], flush=True)
     finally:
         ray.shutdown()
-    summary = {}
-    for key, by_seed in runs.items():
-        walls = [v["seconds_to_solve"] for v in by_seed.values()]
-        steps = [v["steps_to_solve"] for v in by_seed.values()]
-        summary[key] = {"solved": sum(v["solved"] for v in by_seed.values()),
-                        "seeds": len(by_seed),
-                        "median_seconds_to_solve": statistics.median(walls),
-                        "range_seconds_to_solve": [min(walls), max(walls)],
-                        "median_steps_to_solve": statistics.median(steps),
-                        "range_steps_to_solve": [min(steps), max(steps)],
-                        "ms_per_env_step": 1e3 * sum(walls) / sum(steps)}
+    summary = solve_summary(runs)
     print(json.dumps(summary, indent=1))
     write_result("time_to_solve", {"summary": summary, "runs": runs})
 
