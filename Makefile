@@ -22,6 +22,11 @@ $(STAMP): requirements.txt pyproject.toml
 	@# import: +2.5 s to every `import ray`, so to every Ray worker start. jsonschema treats it as
 	@# optional (it only checks the "iri" string format), so we remove it.
 	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
+	@# minatar (GPL-3.0) is a test tool, not a dependency: only tests/test_breakout.py imports
+	@# it, to check rlkit's own Breakout-MinAtar (MIT, rlkit/envs/breakout.py) against the
+	@# original frame by frame. --no-deps: its Environment needs numpy alone (the pandas, scipy
+	@# and seaborn it lists serve plotting we do not use).
+	$(PY) -m pip install --quiet --no-deps minatar==1.0.15
 	touch $(STAMP)
 
 # JupyterLab refuses to run as root (containers often do) unless told; it listens on localhost only.
