@@ -62,6 +62,14 @@ class TrainResult:
     checkpoint: Path | None = None
 
 
+def _check_options(progress: Any, checkpoint_buffer: Any, checkpoint_dir: Any,
+                   checkpoint_every: Any, resume_from: Any) -> None:
+    """:func:`train_single_process`'s options, checked before anything is built."""
+    check_value("progress", progress, FLAG)
+    check_value("checkpoint_buffer", checkpoint_buffer, FLAG)
+    check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
+
+
 def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
                          checkpoint_dir: str | Path | None = None, checkpoint_every: int = 5_000,
                          checkpoint_buffer: bool = True,
@@ -83,9 +91,7 @@ def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
             the resumed run is bit-identical to the run never stopped (the seconds aside).
     """
     config = algo.config
-    check_value("progress", progress, FLAG)
-    check_value("checkpoint_buffer", checkpoint_buffer, FLAG)
-    check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
+    _check_options(progress, checkpoint_buffer, checkpoint_dir, checkpoint_every, resume_from)
     resumed = None if resume_from is None else load_checkpoint(resume_from, algo.name, config)
     torch.set_num_threads(config.torch_threads)
     torch.manual_seed(config.seed)
