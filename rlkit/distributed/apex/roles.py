@@ -129,6 +129,8 @@ class ApexLearner(SavesLearner, GroupMember):
         shards: The replay shards.
         device: Torch device of the networks.
         rank, world_size: This learner's rank and the group's size (1: no group).
+        restart: Its incarnation (restarts, plus 1000 per resume): its draws across the
+            shards use ``role_seed(seed, "learner sampler", rank, restart)``.
     """
 
     def __init__(self, algo: ApexAlgorithm, weights: WeightsChannel | None, shards: ShardClient,

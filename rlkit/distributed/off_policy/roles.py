@@ -155,6 +155,8 @@ class OffPolicyLearner(GroupMember):
         device: ``"auto"`` (GPU if visible, else CPU), ``"cpu"`` or ``"cuda"``. The buffer
             lives there too when the algorithm's buffer is a tensor buffer (SAC).
         rank, world_size: This learner's rank and the group's size (1: no group).
+        restart: Its incarnation (restarts, plus 1000 per resume): a replay share's sampling
+            stream is ``role_seed(seed, "replay share", rank, restart)``.
     """
 
     def __init__(self, algo: OffPolicyAlgorithm, weights: WeightsChannel | None = None,
