@@ -59,8 +59,9 @@ class ApexConfig(Validated):
 
 
 def check_apex_pair(name: str, config: Any, expected: type, apex: Any) -> None:
-    """Refuse the wrong config types, and a setting both configs hold with different values
-    (Ape-X's ``n_step`` is :class:`ApexConfig`'s; the algorithm's must stay at 1 or agree)."""
+    """Refuse the wrong config types, more shards than the algorithm config's workers (each
+    worker writes to one shard), and a setting both configs hold with different values (Ape-X's
+    ``n_step`` is :class:`ApexConfig`'s; the algorithm's must stay at 1 or agree)."""
     if not isinstance(config, expected):
         raise TypeError(f"{name} takes a {expected.__name__} as its config, got "
                         f"{type(config).__name__}. Fix: {name}({expected.__name__}(...), "
