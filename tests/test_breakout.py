@@ -143,14 +143,3 @@ def test_renders_a_frame_for_the_notebook():
     assert image.shape == (160, 160, 3) and image.dtype == np.uint8
     assert (image[9 * 16 + 8, 4 * 16 + 8] == [80, 160, 255]).all()  # the paddle's cell
     assert MAX_EPISODE_STEPS == 10_000
-
-
-def test_a_vector_algorithm_refuses_the_frames_before_training():
-    """Until the package takes image observations (issue 40), every algorithm refuses them at
-    once, naming the env and its observation space, instead of flattening frames silently."""
-    from rlkit.algos import DQNConfig
-    from rlkit.train import train_dqn
-
-    with pytest.raises(ValueError, match=r"flat 1-D Box observation, but "
-                                         r"rlkit/BreakoutMinAtar-v0 has Box\(0, 1, \(4, 10, 10\)"):
-        train_dqn(DQNConfig(env_id=ENV_ID))

@@ -40,6 +40,7 @@ class ActorCriticSpec:
     name: str
     learner_class: type
     action_kind: ActionKind = "continuous"
+    images = False  # MLP actors and critics: an image env is refused before anything starts
 
     def __init__(self, config: Any) -> None:
         self.config = config

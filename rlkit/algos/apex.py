@@ -22,6 +22,7 @@ from torch import nn
 from rlkit.algos.ddpg import DDPGConfig, DDPGPriorityModel, DDPGSpec, gaussian_exploration_policy
 from rlkit.algos.dqn import DQNConfig, DQNPriorityModel, DQNSpec
 from rlkit.algos.exploration import epsilon_ladder, noise_ladder
+from rlkit.core.spaces import obs_spec
 from rlkit.core.types import ActionKind, BatchPolicy
 from rlkit.core.validation import Validated, fail, integer, number
 from rlkit.envs.make import space_dims
@@ -91,6 +92,7 @@ class ApexAlgorithm(Protocol):
 
     name: str
     action_kind: ActionKind
+    images: bool  # whether it takes image observations (ApexDQN: yes, ApexDDPG: no)
     config: Any  # the algorithm's config: a ReplayConfig with ``gamma`` and ``hidden``
     apex: ApexConfig
 
@@ -139,7 +141,8 @@ class ApexDQN(DQNSpec):
         return epsilon_ladder(num_actors, self.apex.eps_base, self.apex.eps_spread)
 
     def make_priority_model(self, env: gym.Env) -> DQNPriorityModel:
-        return DQNPriorityModel(*space_dims(env), self.config)
+        return DQNPriorityModel(obs_spec(env.observation_space), space_dims(env)[1],
+                                self.config)
 
     @staticmethod
     def acting_network(model: DQNPriorityModel) -> nn.Module:

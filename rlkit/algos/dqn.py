@@ -27,6 +27,7 @@ from rlkit.core.common import polyak_update, role_seed
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
+from rlkit.core.spaces import ObsSpec, obs_spec
 from rlkit.core.types import Batch, BatchPolicy, NStepBatch, Weights
 from rlkit.core.validation import SEED_MAX, fail, flag, integer, layers, number, text
 from rlkit.core.workers import WorkerShape
@@ -99,13 +100,14 @@ class DQNLearner:
     """Holds the online and target Q-networks and the optimiser; one ``update`` per batch.
 
     Args:
-        obs_dim: Observation size.
+        obs_dim: Observation size, or an :class:`~rlkit.core.spaces.ObsSpec` (frames: the
+            Q-network gets a conv encoder).
         n_actions: Number of discrete actions.
         config: The run's :class:`DQNConfig`.
         device: Torch device for the networks and updates.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, config: DQNConfig,
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: DQNConfig,
                  device: str | torch.device = "cpu") -> None:
         self.config = config
         self.device = torch.device(device)
@@ -225,8 +227,8 @@ def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
         epsilon: Called once per call for the current exploration rate.
 
     Returns:
-        A function ``(N, obs_dim)`` float32 -> ``(N,)`` int64 actions. The forward pass is
-        skipped when every action is random.
+        A function ``(N, *obs_shape)`` observations (as the runner keeps them) -> ``(N,)``
+        int64 actions. The forward pass is skipped when every action is random.
     """
 
     def act(obs: np.ndarray) -> np.ndarray:
@@ -235,7 +237,7 @@ def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
         actions = rng.integers(n_actions, size=n)
         if not explore.all():
             with torch.inference_mode():
-                greedy = q(torch.as_tensor(obs, dtype=torch.float32)).argmax(dim=1).numpy()
+                greedy = q(torch.as_tensor(obs)).argmax(dim=1).numpy()
             actions = np.where(explore, actions, greedy)
         return actions
 
@@ -243,21 +245,24 @@ def epsilon_greedy_policy(q: QNetwork, n_actions: int, rng: np.random.Generator,
 
 
 def greedy_batch_policy(q: QNetwork) -> BatchPolicy:
-    """``(N, obs_dim)`` observations -> ``(N,)`` greedy actions, for :func:`evaluate_policy`."""
+    """``(N, *obs_shape)`` observations -> ``(N,)`` greedy actions, for
+    :func:`evaluate_policy`."""
 
     def act(obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            return q(torch.as_tensor(obs, dtype=torch.float32)).argmax(dim=1).numpy()
+            return q(torch.as_tensor(obs)).argmax(dim=1).numpy()
 
     return act
 
 
 class DQNSpec:
     """DQN as an :class:`rlkit.core.types.OffPolicyAlgorithm`: behaviour is epsilon-greedy with a
-    Q-network, and a numpy replay buffer feeds the learner."""
+    Q-network, and a numpy replay buffer feeds the learner. It takes vectors and images: the
+    Q-network's encoder and the buffer's rows follow the env's observation space."""
 
     name = "DQN"
     action_kind: ActionKind = "discrete"
+    images = True
 
     def __init__(self, config: DQNConfig) -> None:
         self.config = config
@@ -268,8 +273,7 @@ class DQNSpec:
         return linear_epsilon(env_steps, c.epsilon_start, c.epsilon_end, c.epsilon_decay_steps)
 
     def make_policy_network(self, env: gym.Env) -> nn.Module:
-        obs_dim, n_actions = space_dims(env)
-        return QNetwork(obs_dim, n_actions, self.config.hidden)
+        return QNetwork(obs_spec(env.observation_space), space_dims(env)[1], self.config.hidden)
 
     def exploration_policy(self, net: nn.Module, env: gym.Env, rng: np.random.Generator,
                            random_action_prob: Callable[[], float]) -> BatchPolicy:
@@ -284,10 +288,11 @@ class DQNSpec:
         return learner.q
 
     def make_learner(self, env: gym.Env, device: torch.device) -> DQNLearner:
-        return DQNLearner(*space_dims(env), self.config, device)
+        return DQNLearner(obs_spec(env.observation_space), space_dims(env)[1], self.config,
+                          device)
 
     def make_buffer(self, env: gym.Env, device: torch.device) -> ReplayBuffer:
-        return ReplayBuffer(self.config.buffer_size, space_dims(env)[0], None,
+        return ReplayBuffer(self.config.buffer_size, obs_spec(env.observation_space), None,
                             seed=role_seed(self.config.seed, "replay"),
                             n_step=self.config.n_step > 1)
 

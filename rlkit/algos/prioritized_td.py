@@ -29,10 +29,11 @@ class TDTensors(NamedTuple):
     """A batch of ``B`` transitions as tensors on one device, ready for a TD target.
 
     Attributes:
-        obs: ``(B, obs_dim)`` float32.
+        obs: ``(B, *obs_shape)``: float32 for a vector; a frame keeps its integer dtype
+            (the network converts it: :mod:`rlkit.core.encoders`).
         actions: ``(B,)`` int64 (discrete) or ``(B, act_dim)`` float32, dtype as given.
         rewards: ``(B,)`` float32 (for n-step: the discounted sum of the window's rewards).
-        next_obs: ``(B, obs_dim)`` float32.
+        next_obs: like ``obs``.
         terminations: ``(B,)`` float32.
         discounts: the bootstrap factor: the float ``gamma`` (one-step batch) or ``(B,)``
             float32 ``gamma ** k_i`` (n-step batch).
@@ -50,7 +51,8 @@ def td_tensors(batch: AnyBatch, gamma: float | None, device: torch.device) -> TD
     """``batch`` as :class:`TDTensors` on ``device``.
 
     Float fields become float32 (a float32 array or a tensor already on ``device`` is not
-    copied); actions keep their dtype. A batch with a ``discounts`` field (``NStepBatch``) uses
+    copied); actions and integer frames keep their dtype (a uint8 frame crosses to the device
+    as one byte per value). A batch with a ``discounts`` field (``NStepBatch``) uses
     it; any other batch bootstraps with the plain ``gamma``.
 
     Raises:
@@ -67,12 +69,17 @@ def td_tensors(batch: AnyBatch, gamma: float | None, device: torch.device) -> TD
     def floats(values: np.ndarray | torch.Tensor) -> torch.Tensor:
         return tensor(values, torch.float32)
 
+    def observations(values: np.ndarray | torch.Tensor) -> torch.Tensor:
+        return tensor(values, None if values.dtype in (np.uint8, np.bool_, torch.uint8,
+                                                       torch.bool) else torch.float32)
+
     discounts = getattr(batch, "discounts", None)
     if discounts is None and gamma is None:
         raise ValueError(f"a {type(batch).__name__} has no discounts and no gamma was given. "
                          "Fix: pass an NStepBatch (its discounts are gamma ** k per transition).")
-    return TDTensors(floats(batch.obs), tensor(batch.actions, None),
-                     floats(batch.rewards), floats(batch.next_obs), floats(batch.terminations),
+    return TDTensors(observations(batch.obs), tensor(batch.actions, None),
+                     floats(batch.rewards), observations(batch.next_obs),
+                     floats(batch.terminations),
                      gamma if discounts is None else floats(discounts))
 
 

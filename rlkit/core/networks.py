@@ -1,5 +1,5 @@
-"""Small neural networks: an MLP builder, DQN's Q-network, SAC's actor and twin critics,
-DDPG's deterministic actor and critic."""
+"""Small neural networks: an MLP builder, DQN's Q-network (over any observation), SAC's actor
+and twin critics, DDPG's deterministic actor and critic."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from rlkit.core.encoders import make_encoder
+from rlkit.core.spaces import ObsSpec
 
 
 def mlp(in_dim: int, out_dim: int, hidden: Sequence[int], activation: type[nn.Module] = nn.ReLU
@@ -36,27 +39,33 @@ def mlp(in_dim: int, out_dim: int, hidden: Sequence[int], activation: type[nn.Mo
 
 
 class QNetwork(nn.Module):
-    """Maps an observation to one Q-value per discrete action.
+    """Maps an observation to one Q-value per discrete action: an encoder chosen by the
+    observation (:func:`rlkit.core.encoders.make_encoder`: none for a vector, a conv net for
+    frames), then an MLP head.
 
     Args:
-        obs_dim: Size of the flat observation.
+        obs_dim: Size of a flat observation, or an :class:`~rlkit.core.spaces.ObsSpec` (an
+            image's shape and dtype).
         n_actions: Number of discrete actions.
-        hidden: Hidden layer widths.
+        hidden: The head's hidden layer widths.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: Sequence[int] = (128, 128)) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int,
+                 hidden: Sequence[int] = (128, 128)) -> None:
         super().__init__()
-        self.obs_dim = obs_dim
+        self.encoder = make_encoder(obs_dim)  # a vector's has no parameters
+        self.obs_dim = self.encoder.out_features
         self.n_actions = n_actions
-        self.net = mlp(obs_dim, n_actions, hidden)
+        self.net = mlp(self.encoder.out_features, n_actions, hidden)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """``(B, obs_dim)`` float32 -> ``(B, n_actions)`` Q-values."""
-        return self.net(obs)
+        """``(B, obs_dim)`` float32 vectors, or ``(B, *shape)`` frames in any dtype ->
+        ``(B, n_actions)`` Q-values."""
+        return self.net(self.encoder(obs))
 
     @torch.no_grad()
     def greedy_actions(self, obs: torch.Tensor) -> torch.Tensor:
-        """``(B, obs_dim)`` -> ``(B,)`` int64 index of the largest Q-value."""
+        """``(B, ...)`` observations -> ``(B,)`` int64 index of the largest Q-value."""
         return self.forward(obs).argmax(dim=1)
 
 

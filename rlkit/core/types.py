@@ -168,6 +168,7 @@ class OffPolicyAlgorithm(Protocol):
 
     name: str  # "DQN", "SAC": used in messages and checkpoints
     action_kind: ActionKind
+    images: bool  # whether it takes image observations (its networks have an encoder)
     config: ReplayConfig
 
     def random_action_prob(self, env_steps: int) -> float:

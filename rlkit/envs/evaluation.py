@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlkit.core.spaces import check_frames, obs_spec
 from rlkit.core.types import BatchPolicy
 from rlkit.envs.finite import check_env_output
 from rlkit.envs.make import make_env
@@ -16,7 +17,8 @@ def evaluate_policy(policy: BatchPolicy, env_id: str, episodes: int, seed: int) 
     pass for all of them) instead of one per episode and step.
 
     Args:
-        policy: Maps observations ``(N, obs_dim)`` float32 to actions ``(N,)`` or
+        policy: Maps observations ``(N, *obs_shape)`` (float32 vectors, or frames in their own
+            dtype: :mod:`rlkit.core.spaces`) to actions ``(N,)`` or
             ``(N, act_dim)``, with no exploration (greedy or deterministic).
         env_id: Gymnasium id.
         episodes: Number of episodes ``N``; episode ``i`` starts from ``reset(seed=seed + i)``.
@@ -29,8 +31,9 @@ def evaluate_policy(policy: BatchPolicy, env_id: str, episodes: int, seed: int) 
         raise ValueError(f"episodes={episodes} must be >= 1.")
     envs = [make_env(env_id, seed + i) for i in range(episodes)]
     try:
-        obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
-        obs = obs.astype(np.float32)
+        spec = obs_spec(envs[0].observation_space, env_id)
+        obs = check_frames(env_id, np.stack([env.reset(seed=seed + i)[0]
+                                             for i, env in enumerate(envs)]), spec)
         check_env_output(env_id, obs)
         returns, lengths = np.zeros(episodes), np.zeros(episodes, dtype=np.int64)
         rewards = np.zeros(episodes)

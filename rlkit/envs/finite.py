@@ -1,4 +1,5 @@
-"""Refuse an environment's NaN or infinite output where it comes out, naming the environment.
+"""Refuse an environment's NaN or infinite output where it comes out, naming the environment;
+and its frames, where they differ from its declared observation space (:class:`CheckedFrames`).
 
 A NaN reward or observation that reaches a learner surfaces much later as a non-finite loss,
 where nothing says it came from the environment (the learners would blame their learning rate).
@@ -8,7 +9,12 @@ every step they take here instead.
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
+
+from rlkit.core.spaces import check_frames, obs_spec
 
 
 class NonFiniteEnvOutput(FloatingPointError):
@@ -47,3 +53,20 @@ def check_env_output(env_id: str, observations: np.ndarray, rewards: np.ndarray 
 def _all_finite(values: np.ndarray) -> bool:
     """Whether a NumPy array holds no NaN or infinity (ints always do)."""
     return values.dtype.kind != "f" or bool(np.isfinite(values).all())
+
+
+class CheckedFrames(gym.ObservationWrapper):
+    """An image env's observations checked against its space as each copy returns them.
+
+    A ``SyncVectorEnv`` stacks its copies' frames into an array of the declared shape and
+    dtype; a frame that differs fails there with numpy's own message ("Output array is the wrong
+    shape", "Cannot cast ..."), which names no env. Checked first, it raises
+    :func:`~rlkit.core.spaces.check_frames`' error naming ``env_id`` and the fix."""
+
+    def __init__(self, env: gym.Env, env_id: str) -> None:
+        super().__init__(env)
+        self.env_id, self.spec_of_frames = env_id, obs_spec(env.observation_space, env_id)
+
+    def observation(self, observation: Any) -> Any:
+        check_frames(self.env_id, np.asarray(observation)[np.newaxis], self.spec_of_frames)
+        return observation

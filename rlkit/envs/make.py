@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import gymnasium as gym
 import numpy as np
 
+from rlkit.core.spaces import obs_spec
 from rlkit.core.types import ActionKind
 
 __all__ = ["ActionKind", "check_action_space", "check_env_id", "check_worker_env_ids", "make_env",
@@ -48,14 +49,18 @@ def check_env_id(env_id: str, field: str = "env_id") -> None:
         )
 
 
-def check_action_space(env: gym.Env, kind: ActionKind, algorithm: str) -> None:
-    """Raise a ``ValueError`` if ``env``'s action space does not fit ``algorithm``.
+def check_action_space(env: gym.Env, kind: ActionKind, algorithm: str,
+                       images: bool = False) -> None:
+    """Raise a ``ValueError`` if ``env``'s action or observation space does not fit
+    ``algorithm``.
 
     Args:
         env: The environment to check.
         kind: ``"discrete"`` (DQN picks one of n actions) or ``"continuous"`` (SAC outputs a
             real vector in a box).
         algorithm: The algorithm's name, for the message.
+        images: Whether ``algorithm`` takes image observations (see
+            :func:`rlkit.core.spaces.obs_spec`); a vector is always taken.
     """
     space = env.action_space
     env_id = env.spec.id if env.spec is not None else type(env).__name__
@@ -72,17 +77,11 @@ def check_action_space(env: gym.Env, kind: ActionKind, algorithm: str) -> None:
             f"Fix: choose an env with gymnasium.spaces.Box actions (e.g. 'Pendulum-v1'), "
             f"or use DQN for discrete actions."
         )
-    obs_space = env.observation_space
-    if not (isinstance(obs_space, gym.spaces.Box) and obs_space.shape is not None
-            and len(obs_space.shape) == 1):
-        raise ValueError(
-            f"{algorithm} here uses MLPs, which need a flat 1-D Box observation, but {env_id} "
-            f"has {obs_space}. Fix: pick a vector-observation env or add a flattening wrapper."
-        )
+    obs_spec(env.observation_space, env_id, algorithm, images)
 
 
 def make_env(env_id: str, seed: int, action_kind: ActionKind | None = None,
-             algorithm: str = "this algorithm") -> gym.Env:
+             algorithm: str = "this algorithm", images: bool = False) -> gym.Env:
     """Build ``env_id``, seed it, and optionally check its action space.
 
     The returned environment has been reset once with ``seed`` (so its RNG is seeded) and its
@@ -94,6 +93,7 @@ def make_env(env_id: str, seed: int, action_kind: ActionKind | None = None,
         seed: Seed for the environment and its action space.
         action_kind: If given, ``"discrete"`` or ``"continuous"``; a mismatch raises.
         algorithm: The algorithm's name, used in the mismatch message.
+        images: Whether ``algorithm`` takes image observations (checked with the actions).
 
     Returns:
         The seeded environment.
@@ -102,7 +102,7 @@ def make_env(env_id: str, seed: int, action_kind: ActionKind | None = None,
     env = gym.make(env_id)
     if action_kind is not None:
         try:
-            check_action_space(env, action_kind, algorithm)
+            check_action_space(env, action_kind, algorithm, images)
         except ValueError:
             env.close()
             raise

@@ -20,14 +20,15 @@ on-policy losses mask it. This is the only place autoreset is handled.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import gymnasium as gym
 import numpy as np
 import torch
 
+from rlkit.core.spaces import check_frames, obs_spec
 from rlkit.core.types import ActionKind, Batch, BatchPolicy, SamplingPolicy
-from rlkit.envs.finite import check_env_output
+from rlkit.envs.finite import CheckedFrames, check_env_output
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.snapshot import env_state, load_env_state
 
@@ -45,13 +46,15 @@ class Fragment:
     the row where they happen, so a reset row never leaks into the steps before it.
 
     Attributes:
-        obs: ``(T, N, obs_dim)`` float32, the observation each action was chosen in.
+        obs: ``(T, N, *obs_shape)``, the observation each action was chosen in: ``(T, N,
+            obs_dim)`` float32 for a vector, frames as the env returns them (uint8) for an
+            image (see :mod:`rlkit.core.spaces`).
         actions: ``(T, N)`` int64 (discrete) or ``(T, N, act_dim)`` float32 (continuous).
         rewards: ``(T, N)`` float32.
         terminations: ``(T, N)`` float32, 1.0 where the episode truly ended at this step.
         truncations: ``(T, N)`` float32, 1.0 where a time limit cut the episode at this step
             (and it did not also terminate): it still bootstraps, from ``next_obs``.
-        next_obs: ``(T, N, obs_dim)`` float32, the real observation after the step (for a
+        next_obs: like ``obs``, the real observation after the step (for a
             truncation, the final observation, never a reset one).
         resets: ``(T, N)`` bool, True on reset rows.
         log_probs: ``(T, N)`` float32 ``log mu(a_t|x_t)`` of the acting policy when it returns
@@ -115,9 +118,9 @@ def check_fragment(fragment: Fragment, need_log_probs: bool = False) -> None:
     """Raise ``ValueError`` naming the field and the fix if a fragment's arrays disagree in
     ``T`` or ``N`` (or it lacks the log-probabilities an off-policy correction needs)."""
     obs = fragment.obs
-    if obs.ndim != 3 or obs.shape[0] < 1:
-        raise ValueError(f"obs has shape {obs.shape}, but a fragment needs (T, N, obs_dim) with "
-                         f"T >= 1. Fix: collect at least one step per environment.")
+    if obs.ndim < 3 or obs.shape[0] < 1:
+        raise ValueError(f"obs has shape {obs.shape}, but a fragment needs (T, N, *obs_shape) "
+                         f"with T >= 1. Fix: collect at least one step per environment.")
     t_n = obs.shape[:2]
     if fragment.next_obs.shape != obs.shape:
         raise ValueError(f"next_obs has shape {fragment.next_obs.shape} but obs has {obs.shape}."
@@ -135,13 +138,18 @@ def check_fragment(fragment: Fragment, need_log_probs: bool = False) -> None:
                              f"per-step field the same T and N.")
 
 
-def make_vector_env(env_id: str, num_envs: int) -> gym.vector.VectorEnv:
+def make_vector_env(env_id: str, num_envs: int, frames: bool = False) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` as one vector env with next-step autoreset: the
-    environment's native vector implementation if it registers one, else ``SyncVectorEnv``."""
+    environment's native vector implementation if it registers one, else ``SyncVectorEnv``
+    (of :class:`~rlkit.envs.finite.CheckedFrames` copies if ``frames``: an image env)."""
     name = env_id.partition(":")[2] if ":" in env_id else env_id  # make_env imported the module
     native = gym.spec(name).vector_entry_point is not None
+    # an image env's copies check their frames before the vector env stacks them (a vector
+    # env's are checked after: a wrapper of ours would stop its state from being saved)
+    images = not native and frames
     vec = gym.make_vec(name, num_envs,
-                       vectorization_mode="vector_entry_point" if native else "sync")
+                       vectorization_mode="vector_entry_point" if native else "sync",
+                       wrappers=[partial(CheckedFrames, env_id=env_id)] if images else None)
     mode = vec.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
     if mode != gym.vector.AutoresetMode.NEXT_STEP:  # pragma: no cover - gymnasium's default
         vec.close()
@@ -191,25 +199,29 @@ class EnvRunner:
         action_kind: ``"discrete"`` or ``"continuous"``, checked against the env.
         algorithm: Name used in the error if the action space does not fit.
         num_envs: ``N``, the number of environments stepped together.
+        images: Whether ``algorithm`` takes image observations (else an image env is refused).
 
     Attributes:
         env: A single, unstepped env with the same spaces, for building networks and
             exploration (its action space is seeded with ``seed``).
         vec: The vector env that is stepped.
+        obs_spec: The observation's shape and the dtype it is kept in (:mod:`rlkit.core.spaces`).
     """
 
     def __init__(self, env_id: str, seed: int, action_kind: ActionKind,
-                 algorithm: str = "this algorithm", num_envs: int = 1) -> None:
+                 algorithm: str = "this algorithm", num_envs: int = 1,
+                 images: bool = False) -> None:
         if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r} must be an int >= 1. "
                              "Fix: pass the number of environments to step together, e.g. 8.")
-        self.env = make_env(env_id, seed, action_kind, algorithm)  # checks the action space
-        self.vec = make_vector_env(env_id, num_envs)
+        self.env = make_env(env_id, seed, action_kind, algorithm, images)  # checks the spaces
+        self.obs_spec = obs_spec(self.env.observation_space, env_id, algorithm, images)
+        self.vec = make_vector_env(env_id, num_envs, self.obs_spec.kind == "image")
         self.num_envs = num_envs
         self.obs_dim, self.action_dim = space_dims(self.env)
         self.discrete = action_kind == "discrete"
         self.env_id = env_id
-        self.obs = np.asarray(self.vec.reset(seed=int(seed))[0], dtype=np.float32)
+        self.obs = check_frames(env_id, self.vec.reset(seed=int(seed))[0], self.obs_spec)
         check_env_output(env_id, self.obs)
         seed_spaces(self.vec, int(seed))
         self.resetting = np.zeros(num_envs, dtype=bool)  # the next step of these is a reset
@@ -224,7 +236,7 @@ class EnvRunner:
 
         Args:
             steps_per_env: ``T``.
-            policy: Maps observations ``(N, obs_dim)`` float32 to actions ``(N,)`` (discrete)
+            policy: Maps observations ``(N, *obs_shape)`` to actions ``(N,)`` (discrete)
                 or ``(N, act_dim)`` (continuous), or to ``(actions, log_probs)`` with
                 ``log_probs`` ``(N,)``. It is not called for a vector step in which every env
                 is resetting.
@@ -253,7 +265,7 @@ class EnvRunner:
                     sampled = True
                 actions = np.asarray(out)
             next_obs, rewards, terminated, truncated, _ = self.vec.step(actions)
-            next_obs = np.asarray(next_obs, dtype=np.float32)
+            next_obs = check_frames(self.env_id, next_obs, self.obs_spec)
             terminated, truncated = np.asarray(terminated), np.asarray(truncated)
             real = ~self.resetting  # the reset copies' rows are not transitions
             ended = real & (terminated | truncated)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlkit.core.spaces import ObsSpec, as_obs_spec
 from rlkit.core.types import Batch, NStepBatch, TensorBatch
 from rlkit.core.validation import Rule, check_value, fail, int_rule, require_instance
 from rlkit.replay.memory import check_buffer_memory
@@ -18,16 +19,22 @@ from rlkit.replay.sum_tree import BATCH_SIZE, ring_slots
 _FIELDS = ("obs", "actions", "rewards", "next_obs", "terminations")
 
 
-def check_sizes(capacity: Any, obs_dim: Any, action_dim: Any, seed: Any, device: Any = "cpu",
-                discrete: bool = True) -> None:
+def check_sizes(capacity: Any, obs: Any, action_dim: Any, seed: Any, device: Any = "cpu",
+                discrete: bool = True) -> ObsSpec:
     """Before anything is allocated, refuse sizes that are not ints >= 1 (a discrete
-    ``action_dim`` is ``None``), storage too large for memory, or a seed that is not an int."""
+    ``action_dim`` is ``None``), storage too large for memory, or a seed that is not an int.
+    ``obs``: a vector's size, or an :class:`~rlkit.core.spaces.ObsSpec`; returns the spec."""
     check_value("capacity", capacity, int_rule(1, example=50_000))
-    check_value("obs_dim", obs_dim, int_rule(1, example=4, meaning="the flat observation size"))
+    if isinstance(obs, ObsSpec):
+        for side in obs.shape:
+            check_value("obs_spec.shape", side, int_rule(1, example=4, meaning="a side"))
+    else:
+        check_value("obs_dim", obs, int_rule(1, example=4, meaning="the flat observation size"))
     check_value("action_dim", action_dim, int_rule(1, example=1, optional=discrete,
                                                    meaning="the continuous action size"))
     check_value("seed", seed, int_rule(0, example=0))
-    check_buffer_memory(capacity, obs_dim, action_dim, device)
+    check_buffer_memory(capacity, obs, action_dim, device)
+    return as_obs_spec(obs)
 
 
 def require_replay_settings(config: Any) -> None:
@@ -83,7 +90,8 @@ class ReplayBuffer:
 
     Args:
         capacity: Maximum number of transitions kept.
-        obs_dim: Size of a flat observation.
+        obs_dim: A flat float32 observation's size, or an :class:`~rlkit.core.spaces.ObsSpec`
+            (frames are kept in their own dtype: a uint8 frame costs one byte per value).
         action_dim: ``None`` for a discrete action (stored as one int64); otherwise the size of
             a continuous action vector (stored as float32).
         seed: Seed of the buffer's own sampling RNG.
@@ -92,13 +100,13 @@ class ReplayBuffer:
             one-step :class:`Batch` transitions.
     """
 
-    def __init__(self, capacity: int, obs_dim: int, action_dim: int | None = None,
+    def __init__(self, capacity: int, obs_dim: int | ObsSpec, action_dim: int | None = None,
                  seed: int = 0, n_step: bool = False) -> None:
-        check_sizes(capacity, obs_dim, action_dim, seed)
+        spec = check_sizes(capacity, obs_dim, action_dim, seed)
         check_value("n_step", n_step, Rule("flag", fix="pass True or False"))
-        self.capacity, self.obs_dim, self.action_dim = capacity, obs_dim, action_dim
-        self.obs = np.zeros((capacity, obs_dim), dtype=np.float32)
-        self.next_obs = np.zeros((capacity, obs_dim), dtype=np.float32)
+        self.capacity, self.obs_spec, self.action_dim = capacity, spec, action_dim
+        self.obs = np.zeros((capacity, *spec.shape), dtype=spec.dtype)
+        self.next_obs = np.zeros((capacity, *spec.shape), dtype=spec.dtype)
         self.actions = (np.zeros((capacity,), dtype=np.int64) if action_dim is None
                         else np.zeros((capacity, action_dim), dtype=np.float32))
         self.rewards = np.zeros((capacity,), dtype=np.float32)
@@ -136,7 +144,8 @@ class ReplayBuffer:
         """
         n = check_batch("ReplayBuffer.add_batch", batch, NStepBatch if self.n_step else Batch,
                         [getattr(self, name).shape[1:] for name in self.fields],
-                        self.action_dim is None, "pass an NStepBatch if n_step=True, else a Batch")
+                        self.action_dim is None, "pass an NStepBatch if n_step=True, else a Batch",
+                        self.obs.dtype)
         if n == 0:
             return
         skip, slots, self.pos = ring_slots(self.pos, n, self.capacity)

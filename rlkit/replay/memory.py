@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import torch
 
+from rlkit.core.spaces import ObsSpec, as_obs_spec
 from rlkit.replay.sum_tree import tree_level_sizes
 
 #: Bytes above which ReplayBuffer refuses to allocate unless told otherwise (8 GiB).
 MAX_BUFFER_BYTES = 8 * 2**30
 
 
-def replay_bytes(capacity: int, obs_dim: int, action_dim: int | None,
+def replay_bytes(capacity: int, obs: int | ObsSpec, action_dim: int | None,
                  prioritized: bool = False) -> int:
-    """Bytes of a replay of ``capacity`` transitions: obs and next_obs (float32), the action
-    (int64, or ``action_dim`` float32), reward and termination (float32); a prioritized one
-    adds its discounts column and its sum and min trees (float64, every level)."""
-    per_item = 4 * (2 * obs_dim + 2) + (8 if action_dim is None else 4 * action_dim)
+    """Bytes of a replay of ``capacity`` transitions: obs and next_obs (a vector's ``obs_dim``
+    float32, or an :class:`~rlkit.core.spaces.ObsSpec`'s bytes: a uint8 frame's one byte per
+    value), the action (int64, or ``action_dim`` float32), reward and termination (float32); a
+    prioritized one adds its discounts column and its sum and min trees (float64, every
+    level)."""
+    per_item = 2 * as_obs_spec(obs).nbytes + 8 + (8 if action_dim is None else 4 * action_dim)
     total = int(capacity) * per_item
     if prioritized:
         total += 4 * int(capacity) + 2 * 8 * sum(tree_level_sizes(int(capacity)))
@@ -36,7 +39,7 @@ def free_memory_bytes(device: str | torch.device = "cpu") -> int | None:
     return int(psutil.virtual_memory().available)
 
 
-def check_buffer_memory(capacity: int, obs_dim: int, action_dim: int | None,
+def check_buffer_memory(capacity: int, obs: int | ObsSpec, action_dim: int | None,
                         device: str | torch.device = "cpu", nbytes: int | None = None,
                         what: str = "", free: int | None = None, where: str = "") -> int:
     """Estimate a buffer's bytes *before* allocating it (or take ``nbytes``, everything the
@@ -49,7 +52,7 @@ def check_buffer_memory(capacity: int, obs_dim: int, action_dim: int | None,
     Raises:
         ValueError: naming ``buffer_size`` and the largest capacity that would fit.
     """
-    nbytes = replay_bytes(capacity, obs_dim, action_dim) if nbytes is None else nbytes
+    nbytes = replay_bytes(capacity, obs, action_dim) if nbytes is None else nbytes
     free = free_memory_bytes(device) if free is None else free
     limit = MAX_BUFFER_BYTES if free is None else min(MAX_BUFFER_BYTES, int(0.8 * free))
     if nbytes > limit:

@@ -45,11 +45,13 @@ TERMINATED = Rule("flag", fix="pass True or False (False for a time-limit trunca
 
 
 def check_batch(owner: str, batch: Any, kind: type, rows: Any = None,
-                int_actions: bool = False, fix: str = "") -> int:
+                int_actions: bool = False, fix: str = "", obs_dtype: Any = None) -> int:
     """Refuse a ``batch`` of transitions (for ``owner``, the method called) that is not a
     ``kind`` of numeric numpy arrays, one row per transition, of the row shapes ``rows`` (one
-    per field; ``None``: any, ``next_obs`` like ``obs``), with int actions if ``int_actions``.
-    O(fields): no pass over the data. Returns ``len(batch)``."""
+    per field; ``None``: any, ``next_obs`` like ``obs``), with int actions if ``int_actions``,
+    and with integer observations if ``obs_dtype`` (the store's) is an integer one: a float
+    copy of a frame would be truncated into it. O(fields): no pass over the data. Returns
+    ``len(batch)``."""
     require_instance(owner, "batch", batch, kind,
                      fix or f"pass a {kind.__name__} of numpy arrays")
     for name, values in zip(kind._fields, batch):
@@ -64,6 +66,11 @@ def check_batch(owner: str, batch: Any, kind: type, rows: Any = None,
                  "transition", "give every field one row per transition, of the sizes the "
                  "buffer was built with (obs_dim, action_dim)")
         ints = int_actions and name == "actions"
+        if (name in ("obs", "next_obs") and obs_dtype is not None
+                and np.dtype(obs_dtype).kind != "f" and values.dtype.kind == "f"):
+            fail(f"batch.{name}.dtype", values.dtype.name, f"is a float copy of frames this "
+                 f"buffer keeps as {np.dtype(obs_dtype).name}", "pass the frames as the env "
+                 "returned them (the runner's Fragment.batch does)")
         if values.dtype.kind not in ("iu" if ints else "biuf"):
             fail(f"batch.{name}.dtype", values.dtype.name, "must be an int dtype (discrete "
                  "actions are indices)" if ints else "must be a numeric dtype",

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import NStepBatch
 from rlkit.core.validation import check_value, fail, number_rule
 from rlkit.replay.buffers import check_sizes
@@ -118,30 +119,31 @@ class PrioritizedReplay:
 
     Args:
         capacity: Maximum number of transitions kept; the oldest is overwritten first.
-        obs_dim: Observation size.
+        obs_dim: A flat float32 observation's size, or an :class:`~rlkit.core.spaces.ObsSpec`
+            (frames kept in their own dtype).
         action_dim: ``None`` for discrete actions (int64), else the action vector size.
         alpha: Prioritisation exponent in ``[0, 1]``.
         eps: Added to ``|delta|`` so that no item gets probability 0.
         seed: Seed of the sampling generator (saved in :meth:`state_dict`).
     """
 
-    def __init__(self, capacity: int, obs_dim: int, action_dim: int | None = None,
+    def __init__(self, capacity: int, obs_dim: int | ObsSpec, action_dim: int | None = None,
                  alpha: float = 0.6, eps: float = 1e-3, seed: int = 0) -> None:
         check_alpha(alpha)
         check_value("eps", eps, number_rule(above=0, example=1e-3,
                                             meaning="so that every item can be drawn"))
-        check_sizes(capacity, obs_dim, action_dim, seed)
-        check_buffer_memory(capacity, obs_dim, action_dim, what=" (with its priority trees)",
-                            nbytes=replay_bytes(capacity, obs_dim, action_dim, True))
+        spec = check_sizes(capacity, obs_dim, action_dim, seed)
+        check_buffer_memory(capacity, spec, action_dim, what=" (with its priority trees)",
+                            nbytes=replay_bytes(capacity, spec, action_dim, True))
         self.capacity, self.alpha, self.eps = capacity, float(alpha), float(eps)
         self.tree = PriorityTree(capacity)
         act_shape, act_dtype = ((), np.int64) if action_dim is None else ((action_dim,),
                                                                           np.float32)
         self.storage = NStepBatch(
-            obs=np.zeros((capacity, obs_dim), np.float32),
+            obs=np.zeros((capacity, *spec.shape), spec.dtype),
             actions=np.zeros((capacity, *act_shape), act_dtype),
             rewards=np.zeros(capacity, np.float32),
-            next_obs=np.zeros((capacity, obs_dim), np.float32),
+            next_obs=np.zeros((capacity, *spec.shape), spec.dtype),
             terminations=np.zeros(capacity, np.float32),
             discounts=np.zeros(capacity, np.float32))
         self.added = 0  # items ever added; the next item's id
@@ -175,7 +177,8 @@ class PrioritizedReplay:
         """
         n = check_batch("PrioritizedReplay.add", batch, NStepBatch,
                         [store.shape[1:] for store in self.storage],
-                        self.storage.actions.dtype.kind == "i")
+                        self.storage.actions.dtype.kind == "i",
+                        obs_dtype=self.storage.obs.dtype)
         priorities = self.priority_of(td_errors)
         if len(priorities) != n:
             fail("len(td_errors)", len(priorities), f"differs from the batch's {n} transitions",

@@ -3,7 +3,7 @@ refuse (an unbounded Pendulum), for the fault-injection tests, the bad-input cat
 
 Nothing in rlkit imports this module. The tests name the environments with gymnasium's
 ``"module:Name"`` ids (the constants below): ``gym.make`` imports this module first, which
-registers the seven ids, so a Ray worker builds them from the id alone, like any other env:
+registers the nine ids, so a Ray worker builds them from the id alone, like any other env:
 
 * :data:`CRASHING` raises ``RuntimeError`` at the 600th step of each instance;
 * :data:`NAN_REWARD` returns a NaN reward from its 300th step on, :data:`NAN_OBSERVATION` a
@@ -16,7 +16,10 @@ registers the seven ids, so a Ray worker builds them from the id alone, like any
   library is missing on the workers' machines): the driver's own probe builds it, every role
   that builds it dies while starting;
 * :data:`UNBOUNDED_PENDULUM` is Pendulum with an action box declared unbounded (the env clips
-  the torque itself), which an algorithm that squashes its actions into the box must refuse.
+  the torque itself), which an algorithm that squashes its actions into the box must refuse;
+* :data:`FLOAT_FRAMES` is Breakout-MinAtar returning float32 frames from its 100th step on,
+  where its space declares uint8; :data:`WRONG_SHAPE_FRAMES` returns ``(4, 10, 9)`` frames from
+  then on (the env runner refuses both, naming the env).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from gymnasium.envs.classic_control.pendulum import PendulumEnv
+
+from rlkit.envs.breakout import BreakoutMinAtar
 
 
 class FaultyCartPole(CartPoleEnv):
@@ -89,6 +94,22 @@ class UnboundedPendulum(PendulumEnv):
         self.action_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
 
 
+class FaultyFrames(BreakoutMinAtar):
+    """Breakout-MinAtar whose frames turn float32 (``as_float``) or lose a column (else) from
+    its 100th step on."""
+
+    def __init__(self, as_float: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.as_float, self.total_steps = as_float, 0
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        frame, *rest = super().step(action)
+        self.total_steps += 1
+        if self.total_steps >= 100:
+            frame = frame.astype(np.float32) if self.as_float else frame[:, :, :9]
+        return (frame, *rest)
+
+
 CRASHING = f"{__name__}:rlkit/CrashingCartPole-v1"
 NAN_REWARD = f"{__name__}:rlkit/NaNRewardCartPole-v1"
 NAN_OBSERVATION = f"{__name__}:rlkit/NaNObservationCartPole-v1"
@@ -96,10 +117,12 @@ HUGE_REWARD = f"{__name__}:rlkit/HugeRewardCartPole-v1"
 HANGING = f"{__name__}:rlkit/HangingCartPole-v1"
 UNBUILDABLE_IN_ACTORS = f"{__name__}:rlkit/UnbuildableInActorsCartPole-v1"
 UNBOUNDED_PENDULUM = f"{__name__}:rlkit/UnboundedPendulum-v1"
+FLOAT_FRAMES = f"{__name__}:rlkit/FloatFramesBreakout-v0"
+WRONG_SHAPE_FRAMES = f"{__name__}:rlkit/WrongShapeFramesBreakout-v0"
 
 
 def register() -> None:
-    """Register the seven ids (idempotent)."""
+    """Register the nine ids (idempotent)."""
     for env_id, kwargs in ((CRASHING, {"crash_at_step": 600}),
                            (NAN_REWARD, {"nan_reward_at_step": 300}),
                            (NAN_OBSERVATION, {"nan_obs_at_step": 300}),
@@ -112,6 +135,11 @@ def register() -> None:
     name = UNBOUNDED_PENDULUM.partition(":")[2]
     if name not in gym.registry:
         gym.register(name, entry_point=UnboundedPendulum, max_episode_steps=200)
+    for env_id, as_float in ((FLOAT_FRAMES, True), (WRONG_SHAPE_FRAMES, False)):
+        name = env_id.partition(":")[2]
+        if name not in gym.registry:
+            gym.register(name, entry_point=FaultyFrames, kwargs={"as_float": as_float},
+                         max_episode_steps=1000)
 
 
 register()  # on import: gym.make("rlkit.testing.faulty_envs:...") imports this module

@@ -100,7 +100,7 @@ def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
     if resumed is not None:
         history, step, clock_offset = resumed.history, resumed.env_steps, resumed.wall_seconds
     runner = EnvRunner(config.env_id, role_seed(config.seed, "one-process runner", step),
-                       algo.action_kind, algo.name)
+                       algo.action_kind, algo.name, images=algo.images)
     learner, buffer = _learner_and_buffer(algo, runner.env, resumed)
     transitions = FragmentTransitions(config, runner.num_envs)  # one-step or n-step
     losses: list[torch.Tensor] = []

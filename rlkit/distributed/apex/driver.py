@@ -23,6 +23,7 @@ import numpy as np
 from rlkit.algos.apex import ApexAlgorithm, check_apex_algorithm
 from rlkit.core.common import eval_seed, evaluation_due, role_seed
 from rlkit.core.metrics import RunResult
+from rlkit.core.spaces import obs_spec
 from rlkit.core.types import Weights
 from rlkit.core.validation import build
 from rlkit.distributed.apex.roles import ApexLearner, ApexLearnerReport, ApexWorker
@@ -34,7 +35,7 @@ from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.evaluator import Evaluator
 from rlkit.distributed.runtime.parameter_server import ParameterServer, RayChannel
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
-from rlkit.envs.make import make_env, space_dims
+from rlkit.envs.make import make_env
 from rlkit.replay.memory import check_buffer_memory, replay_bytes
 from rlkit.train.checkpoint import Checkpoint, updates_owed
 
@@ -102,9 +103,10 @@ class ApexRun(DriverRun):
         if self.apex.num_shards > cluster_cpus:
             raise ValueError(f"num_shards={self.apex.num_shards} is more than the cluster's "
                              f"{cluster_cpus:g} CPUs. Fix: use num_shards <= {int(cluster_cpus)}.")
-        env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name)
+        env = make_env(self.cfg.env_id, self.cfg.seed, algo.action_kind, algo.name, algo.images)
         algo.make_policy_network(env)  # (an action box the network cannot map is refused here)
-        self.obs_dim, self.act_dim = space_dims(env)[0], algo.replay_action_dim(env)
+        self.obs_dim = obs_spec(env.observation_space)  # a vector's size or an image's form
+        self.act_dim = algo.replay_action_dim(env)
         env.close()
         # the learner gets 1 CPU; the shards share its node with any workers there, the
         # workers fill the rest (on one 2-CPU node: workers and shards 0.25 each)

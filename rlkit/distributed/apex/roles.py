@@ -76,7 +76,7 @@ class ApexWorker:
         seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
         self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name,
-                                shape.envs_per_worker)
+                                shape.envs_per_worker, algo.images)
         env = self.runner.env
         rungs = algo.ladder(shape.num_actors)
         self.rungs = rungs[worker_rungs(worker_index, shape.num_workers)]
@@ -139,7 +139,8 @@ class ApexLearner(SavesLearner, GroupMember):
         torch.set_num_threads(algo.config.torch_threads)
         torch.manual_seed(algo.config.seed)
         self.algo, self.weights, self.shards = algo, weights, shards
-        env = make_env(algo.config.env_id, algo.config.seed, algo.action_kind, algo.name)
+        env = make_env(algo.config.env_id, algo.config.seed, algo.action_kind, algo.name,
+                       algo.images)
         self.learner = algo.make_learner(env, torch.device(device))
         env.close()
         self.rank, self.batch_size = rank, algo.config.batch_size // world_size

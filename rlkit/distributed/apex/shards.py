@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import NStepBatch
 from rlkit.replay.prioritized import PrioritizedReplay, PrioritizedSample
 
@@ -47,8 +48,8 @@ class ReplayShard:
         capacity, obs_dim, action_dim, alpha, seed: As for :class:`PrioritizedReplay`.
     """
 
-    def __init__(self, capacity: int, obs_dim: int, action_dim: int | None, alpha: float,
-                 seed: int) -> None:
+    def __init__(self, capacity: int, obs_dim: int | ObsSpec, action_dim: int | None,
+                 alpha: float, seed: int) -> None:
         self.replay = PrioritizedReplay(capacity, obs_dim, action_dim, alpha, seed=seed)
 
     def ping(self) -> bool:

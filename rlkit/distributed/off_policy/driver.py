@@ -18,6 +18,7 @@ import numpy as np
 from rlkit.algos.dqn import DQNConfig, DQNSpec
 from rlkit.algos.sac import SACConfig, SACSpec
 from rlkit.core.common import eval_seed, next_multiple
+from rlkit.core.spaces import obs_spec
 from rlkit.core.types import OffPolicyAlgorithm, Weights
 from rlkit.core.validation import build, require_instance
 from rlkit.distributed.off_policy.options import (OffPolicyOptions, OffPolicyResult,
@@ -98,13 +99,14 @@ class OffPolicyRun(DriverRun):
                          algo.name, config)
         check_replay_shares(config.batch_size, config.buffer_size, opts.num_learners)
         self.plan = self.place(config.num_workers, opts.learner_gpus)
-        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)  # fail early,
+        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name,
+                       algo.images)  # fail early,
         algo.make_policy_network(env)  # on the action space too (a box it cannot map)
-        obs_dim, act_dim = space_dims(env)
+        obs, act_dim = obs_spec(env.observation_space), space_dims(env)[1]
         env.close()
         # for a GPU learner the driver cannot see the GPU's free memory; the learner checks again
         free, where = self.learner_free_memory()
-        check_buffer_memory(config.buffer_size, obs_dim, None if algo.action_kind == "discrete"
+        check_buffer_memory(config.buffer_size, obs, None if algo.action_kind == "discrete"
                             else act_dim, free=free, where=where)
         self.algo, self.config, self.opts = algo, config, opts
         self.launched_steps = self.env_steps

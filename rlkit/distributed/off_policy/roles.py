@@ -88,7 +88,8 @@ class RolloutWorker:
         self.index = worker_index
         seed = worker_seed(algo.config.seed, worker_index, restart)
         torch.manual_seed(seed)
-        self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name, num_envs)
+        self.runner = EnvRunner(algo.config.env_id, seed, algo.action_kind, algo.name, num_envs,
+                                algo.images)
         self.transitions = FragmentTransitions(algo.config, num_envs)  # one-step or n-step
         self.net = algo.make_policy_network(self.runner.env).requires_grad_(False)
         self.random_action_prob = 1.0
@@ -168,7 +169,7 @@ class OffPolicyLearner(GroupMember):
         torch.manual_seed(config.seed)
         self.algo, self.config = algo, config
         self.device = learner_device(device)
-        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name)
+        env = make_env(config.env_id, config.seed, algo.action_kind, algo.name, algo.images)
         self.learner = algo.make_learner(env, self.device)
         if world_size > 1:  # a share of the replay: its own capacity share and sampling seed
             share = dataclasses.replace(config, buffer_size=config.buffer_size // world_size,

@@ -19,7 +19,8 @@ class Evaluator:
     def __init__(self, algo: OffPolicyAlgorithm) -> None:
         torch.set_num_threads(1)
         self.algo = algo
-        env = make_env(algo.config.env_id, algo.config.seed, algo.action_kind, algo.name)
+        env = make_env(algo.config.env_id, algo.config.seed, algo.action_kind, algo.name,
+                       algo.images)
         self.net = algo.make_policy_network(env).requires_grad_(False)
         env.close()
 
