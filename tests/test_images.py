@@ -169,3 +169,18 @@ def test_dqn_trains_on_breakout_in_one_process():
     result = train_dqn(config)
     assert result.env_steps == 600 and len(result.history.eval_returns) == 1
     assert isinstance(result.learner.q.encoder, SmallConv)
+
+
+def test_n_step_windows_keep_frames_and_bootstrap_from_the_frame_n_steps_on():
+    """Ape-X's n-step transitions on frames: next_obs is the frame ``n`` steps later, uint8."""
+    from rlkit.replay.nstep import NStepBuilder
+
+    runner = EnvRunner(ENV_ID, 0, "discrete", "Ape-X DQN", images=True)
+    fragment = runner.run(40, lambda obs: np.full(len(obs), 3, np.int64))
+    runner.close()
+    batch, ends = fragment.batch, fragment.batch_ends
+    out = NStepBuilder(3, 0.9, 1).add(batch, ends, fragment.batch_env_ids)
+    assert out.next_obs.dtype == np.uint8 and out.next_obs.shape[1:] == (4, 10, 10)
+    assert not ends[:3].any()  # the first window runs its 3 steps
+    np.testing.assert_array_equal(out.next_obs[0], batch.next_obs[2])
+    assert out.discounts[0] == pytest.approx(0.9 ** 3)

@@ -202,7 +202,8 @@ class NStepBuilder:
             rows = np.minimum(rows, length - 1)
             use = open_ & inside[:, None]
             rewards += np.where(use, self.gamma**j * steps.rewards[rows], 0.0)
-            next_obs = np.where(use[..., None], steps.next_obs[rows], next_obs)
+            per_value = use.reshape(use.shape + (1,) * (next_obs.ndim - use.ndim))  # any obs
+            next_obs = np.where(per_value, steps.next_obs[rows], next_obs)  # (its dtype kept)
             terms = np.where(use, steps.terminations[rows], terms)
             taken = np.where(use, j + 1, taken)
             cut |= use & ends[rows]
