@@ -44,15 +44,31 @@ def test_a_space_no_network_here_takes_is_refused_naming_the_env_and_the_fix():
         obs_spec(make_env(ENV_ID, 0).observation_space, "pixels", "SAC", images=False)
 
 
-def test_an_on_policy_run_refuses_frames_before_training():
-    """IMPALA's networks are MLPs here (for now): it names the env's frames, it does not
-    flatten them silently."""
-    from rlkit.algos import IMPALAConfig
-    from rlkit.train import train_impala
+def test_a3c_refuses_frames_before_any_actor_starts():
+    """A2C/A3C's networks are MLPs here: the driver's probe of the env ids (before any actor
+    starts) names the env's frames; it does not flatten them silently."""
+    from rlkit.envs.make import check_worker_env_ids
 
-    with pytest.raises(ValueError, match=r"IMPALA here acts on vector observations only .* "
+    with pytest.raises(ValueError, match=r"A2C here acts on vector observations only .* "
                                          r"rlkit/BreakoutMinAtar-v0 returns images"):
-        train_impala(IMPALAConfig(env_id=ENV_ID))
+        check_worker_env_ids(None, 2, ENV_ID, 0, "discrete", "A2C")
+
+
+@pytest.mark.parametrize("algorithm", ["IMPALA", "PPO"])
+def test_the_on_policy_algorithms_train_on_frames_in_one_process(algorithm):
+    """IMPALA's and PPO's actor-critic get a conv encoder each (actor and critic stay separate
+    networks), fed uint8 fragments; a short run updates and evaluates."""
+    from rlkit.algos import IMPALAConfig, PPOConfig
+    from rlkit.train import train_impala, train_ppo
+
+    config_class, train = {"IMPALA": (IMPALAConfig, train_impala),
+                           "PPO": (PPOConfig, train_ppo)}[algorithm]
+    config = config_class(env_id=ENV_ID, hidden=(32,), total_steps=1_000, eval_every=1_000,
+                          eval_episodes=2, target_return=None)
+    result = train(config)
+    for network in ("actor", "critic"):  # each: Sequential(SmallConv, mlp)
+        assert result.weights[f"{network}.0.net.0.weight"].shape == (16, 4, 3, 3)
+    assert result.updates >= 1 and len(result.history.eval_returns) >= 1
 
 
 @pytest.mark.parametrize("num_envs", [1, 3])

@@ -16,13 +16,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlkit.core.common import eval_seed
-from rlkit.core.networks import load_numpy_weights, load_optimizer_state, mlp, module_weights
+from rlkit.core.networks import (encoded_mlp, load_numpy_weights, load_optimizer_state,
+                                 module_weights)
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
 from rlkit.envs.evaluation import evaluate_policy
 
 
 class ActorCritic(nn.Module):
-    """Two separate MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)``.
+    """Two separate MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)``
+    (on frames, each with its own conv encoder first: :func:`rlkit.core.networks.encoded_mlp`).
 
     Separate, not a shared body: the value loss is measured in squared returns (up to ~1e4 on
     CartPole) and would otherwise dominate the shared features; apart, each network gets its own
@@ -31,19 +34,20 @@ class ActorCritic(nn.Module):
     actor's step; clipping each network on its own is an easy variation to try.)
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: Sequence[int]) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, hidden: Sequence[int]) -> None:
         super().__init__()
-        self.actor = mlp(obs_dim, n_actions, hidden, nn.Tanh)
-        self.critic = mlp(obs_dim, 1, hidden, nn.Tanh)
+        self.actor = encoded_mlp(obs_dim, n_actions, hidden, nn.Tanh)
+        self.critic = encoded_mlp(obs_dim, 1, hidden, nn.Tanh)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, obs_dim)`` -> ``(logits (B, n_actions), values (B,))``."""
+        """``(B, *obs_shape)`` -> ``(logits (B, n_actions), values (B,))``."""
         return self.actor(obs), self.critic(obs).squeeze(-1)
 
     @torch.no_grad()
     def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
-        """``(B, obs_dim)`` float32 -> ``(B,)`` int64 most probable actions (for evaluation)."""
-        return self.actor(torch.as_tensor(obs, dtype=torch.float32)).argmax(-1).numpy()
+        """``(B, *obs_shape)`` (float32 vectors, uint8 frames) -> ``(B,)`` int64 most probable
+        actions (for evaluation)."""
+        return self.actor(torch.as_tensor(obs)).argmax(-1).numpy()
 
 
 def sampling_policy(net: ActorCritic, rng: np.random.Generator) -> SamplingPolicy:
@@ -66,7 +70,7 @@ def greedy_policy(net: ActorCritic) -> BatchPolicy:
     return net.greedy_actions
 
 
-def greedy_eval(weights: Weights, obs_dim: int, n_actions: int, config: Any,
+def greedy_eval(weights: Weights, obs_dim: int | ObsSpec, n_actions: int, config: Any,
                 eval_index: int, net: nn.Module | None = None) -> tuple[float, float]:
     """Mean and std of ``config.eval_episodes`` greedy episodes of ``config.env_id`` with
     ``weights`` loaded into ``net`` (default: an :class:`ActorCritic`; any network with

@@ -22,6 +22,7 @@ from rlkit.algos.actor_critic import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import nstep_returns, vtrace
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
                                    text)
 from rlkit.core.types import ActionKind
@@ -126,7 +127,13 @@ class IMPALAConfig(Validated):
         built, naming the field)."""
         return "discrete"
 
-    def make_learner(self, obs_dim: int, n_actions: int) -> VTraceLearner:
+    @property
+    def images(self) -> bool:
+        """Whether it takes image observations: yes (the network's encoder follows the env's
+        observation, :func:`rlkit.core.networks.encoded_mlp`)."""
+        return True
+
+    def make_learner(self, obs_dim: int | ObsSpec, n_actions: int) -> VTraceLearner:
         """The learner of what this config trains; it takes ``update(fragments)``."""
         return VTraceLearner(obs_dim, n_actions, self)
 
@@ -141,9 +148,9 @@ class IMPALAConfig(Validated):
 def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
     """``B`` fragments of ``(T, N)`` steps -> tensors of ``(T, B*N)`` (side by side).
 
-    Keys: ``obs``/``next_obs`` ``(T, B*N, obs_dim)``, ``actions``, ``rewards``,
-    ``terminations``, ``truncations``, ``log_probs`` (behaviour) and ``resets`` (bool), each
-    ``(T, B*N)``.
+    Keys: ``obs``/``next_obs`` ``(T, B*N, *obs_shape)`` (frames stay uint8), ``actions``,
+    ``rewards``, ``terminations``, ``truncations``, ``log_probs`` (behaviour) and ``resets``
+    (bool), each ``(T, B*N)``.
     """
     for fragment in fragments:
         check_fragment(fragment, need_log_probs=True)
@@ -180,7 +187,7 @@ def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALA
 
     Args:
         net: The learner's network.
-        batch: From :func:`stack_fragments`: ``obs``/``next_obs`` ``(T, M, obs_dim)``, the
+        batch: From :func:`stack_fragments`: ``obs``/``next_obs`` ``(T, M, *obs_shape)``, the
             rest ``(T, M)``.
         config: Discount, coefficients, ``rho_bar``/``c_bar``.
 
@@ -188,7 +195,7 @@ def impala_loss(net: ActorCritic, batch: dict[str, torch.Tensor], config: IMPALA
         The scalar loss and a dict of float metrics.
     """
     T, M = batch["actions"].shape
-    logits, values = net(batch["obs"].reshape(T * M, -1))
+    logits, values = net(batch["obs"].flatten(0, 1))
     log_probs_all = F.log_softmax(logits, dim=-1)
     target_log_probs = log_probs_all.gather(1, batch["actions"].reshape(-1, 1)).reshape(T, M)
     values = values.reshape(T, M)
@@ -232,7 +239,7 @@ class VTraceLearner(ActorCriticState):
     ``updates`` is also the policy *version*: the weights after ``k`` updates are version ``k``.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, config: IMPALAConfig) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: IMPALAConfig) -> None:
         torch.manual_seed(config.seed)
         self.config = config
         self.net = ActorCritic(obs_dim, n_actions, config.hidden)

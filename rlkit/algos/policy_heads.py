@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlkit.algos.actor_critic import ActorCritic, sampling_policy
-from rlkit.core.networks import mlp
+from rlkit.core.networks import encoded_mlp
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import ActionKind, SamplingPolicy
 from rlkit.core.validation import fail
 from rlkit.envs.make import make_env
@@ -39,21 +40,21 @@ class GaussianActorCritic(nn.Module):
     (Pendulum does), and ``log pi`` is that of the sample, as in most PPO code.
     """
 
-    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
+    def __init__(self, obs_dim: int | ObsSpec, act_dim: int, hidden: Sequence[int],
                  log_std: float = 0.0) -> None:
         super().__init__()
-        self.actor = mlp(obs_dim, act_dim, hidden, nn.Tanh)
+        self.actor = encoded_mlp(obs_dim, act_dim, hidden, nn.Tanh)
         self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std)))
-        self.critic = mlp(obs_dim, 1, hidden, nn.Tanh)
+        self.critic = encoded_mlp(obs_dim, 1, hidden, nn.Tanh)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(B, obs_dim)`` -> ``(means (B, act_dim), values (B,))``."""
+        """``(B, *obs_shape)`` -> ``(means (B, act_dim), values (B,))``."""
         return self.actor(obs), self.critic(obs).squeeze(-1)
 
     @torch.no_grad()
     def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
-        """``(B, obs_dim)`` float32 -> ``(B, act_dim)`` float32 means (for evaluation)."""
-        return self.actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
+        """``(B, *obs_shape)`` -> ``(B, act_dim)`` float32 means (for evaluation)."""
+        return self.actor(torch.as_tensor(obs)).numpy()
 
 
 @functools.lru_cache(maxsize=64)
@@ -75,7 +76,7 @@ def action_kind_of(env_id: str) -> ActionKind:
         env.close()
 
 
-def make_actor_critic(obs_dim: int, action_dim: int, hidden: Sequence[int],
+def make_actor_critic(obs_dim: int | ObsSpec, action_dim: int, hidden: Sequence[int],
                       kind: ActionKind) -> ActorCritic | GaussianActorCritic:
     """A2C's categorical :class:`ActorCritic` for ``"discrete"`` (``action_dim`` actions), a
     :class:`GaussianActorCritic` for ``"continuous"`` (``action_dim`` numbers per action)."""

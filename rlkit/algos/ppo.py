@@ -33,6 +33,7 @@ from rlkit.algos.policy_heads import action_kind_of, evaluate_actions, make_acto
 from rlkit.algos.vtrace import vtrace
 from rlkit.core.gradients import GradientSync, no_sync
 from rlkit.core.networks import make_adam
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import ActionKind
 from rlkit.core.validation import fail, flag, integer, number
 from rlkit.envs.runner import Fragment
@@ -110,7 +111,7 @@ class PPOConfig(IMPALAConfig):
         (Gaussian head)."""
         return action_kind_of(self.env_id)
 
-    def make_learner(self, obs_dim: int, n_actions: int) -> PPOLearner:
+    def make_learner(self, obs_dim: int | ObsSpec, n_actions: int) -> PPOLearner:
         return PPOLearner(obs_dim, n_actions, self)
 
     @property
@@ -215,7 +216,7 @@ class PPOLearner(ActorCriticState):
     version ``k``); ``sgd_steps`` counts optimiser steps (``epochs * config.minibatches``).
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, config: PPOConfig) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: PPOConfig) -> None:
         torch.manual_seed(config.seed)
         self.config = config
         self.net = make_actor_critic(obs_dim, n_actions, config.hidden,

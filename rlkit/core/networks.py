@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlkit.core.encoders import make_encoder
+from rlkit.core.encoders import Flat, make_encoder
 from rlkit.core.spaces import ObsSpec
 
 
@@ -36,6 +36,17 @@ def mlp(in_dim: int, out_dim: int, hidden: Sequence[int], activation: type[nn.Mo
         last = width
     layers.append(nn.Linear(last, out_dim))
     return nn.Sequential(*layers)
+
+
+def encoded_mlp(obs_dim: int | ObsSpec, out_dim: int, hidden: Sequence[int],
+                activation: type[nn.Module] = nn.ReLU) -> nn.Module:
+    """:func:`mlp` over a vector (exactly it: the same parameters from the same seed), or over
+    an image's features: ``Sequential(encoder, mlp)``, the encoder chosen by
+    :func:`rlkit.core.encoders.make_encoder`. Maps ``(B, *obs_shape)`` to ``(B, out_dim)``."""
+    encoder = make_encoder(obs_dim)
+    if isinstance(encoder, Flat):
+        return mlp(encoder.out_features, out_dim, hidden, activation)
+    return nn.Sequential(encoder, mlp(encoder.out_features, out_dim, hidden, activation))
 
 
 class QNetwork(nn.Module):

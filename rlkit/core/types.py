@@ -216,7 +216,12 @@ class OnPolicyAlgorithm(Protocol):
     @property
     def action_kind(self) -> ActionKind: ...
 
-    def make_learner(self, obs_dim: int, n_actions: int) -> Any:
+    @property
+    def images(self) -> bool:
+        """Whether it takes image observations (its networks get an encoder)."""
+        ...
+
+    def make_learner(self, obs_dim: Any, n_actions: int) -> Any:
         """A learner with ``update(fragments) -> metrics``, ``get_weights()``,
         ``state_dict()``, ``load_state_dict()`` and an ``updates`` counter."""
         ...

@@ -128,8 +128,9 @@ def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = 
     resumed = None if resume_from is None else load_checkpoint(resume_from, name, config)
     torch.set_num_threads(1)
     runners = [EnvRunner(config.env_id, worker_seed(config.seed, i), kind, name,
-                         config.envs_per_worker) for i in range(config.num_workers)]
-    obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
+                         config.envs_per_worker, config.images)
+               for i in range(config.num_workers)]
+    obs_dim, n_actions = runners[0].obs_spec, runners[0].action_dim
     learner = config.make_learner(obs_dim, n_actions)
     acting = make_actor_critic(obs_dim, n_actions, config.hidden, kind)
     rng = np.random.default_rng(config.seed)
@@ -213,7 +214,7 @@ class _OnPolicyRun:
         self.past.append(learner.get_weights())
         if evaluation_due(self.env_steps, self.history.eval_steps, config.eval_every,
                           config.total_steps):
-            obs_dim, n_actions = runners[0].obs_dim, runners[0].action_dim
+            obs_dim, n_actions = runners[0].obs_spec, runners[0].action_dim
             mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config,
                                     self.evals, make_actor_critic(obs_dim, n_actions,
                                                                   config.hidden,

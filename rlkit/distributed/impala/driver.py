@@ -21,6 +21,7 @@ from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
 from rlkit.algos.policy_heads import make_actor_critic
 from rlkit.algos.ppo import PPOConfig
 from rlkit.core.common import evaluation_due
+from rlkit.core.spaces import obs_spec
 from rlkit.core.types import Weights
 from rlkit.core.validation import build, fail, require_instance
 from rlkit.distributed.impala.roles import (IMPALAWorker, IMPALALearner, IMPALALearnerReport,
@@ -107,8 +108,9 @@ class IMPALARun(DriverRun):
                  f"use fewer learners, or minibatch_envs >= {-(-columns // share)}")
         self.place(config.num_workers)  # refused here if it cannot be placed
         self.kind = config.action_kind
-        probe = make_env(config.env_id, config.seed, self.kind, name)
-        self.obs_dim, self.n_actions = space_dims(probe)
+        probe = make_env(config.env_id, config.seed, self.kind, name, config.images)
+        self.obs_dim = obs_spec(probe.observation_space)  # a vector's size or a frame's form
+        self.n_actions = space_dims(probe)[1]
         probe.close()
         self.lags: list[int] = []
         self.diagnostics: dict[str, list[float]] = {}

@@ -29,6 +29,7 @@ from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
 from rlkit.core.common import worker_seed
 from rlkit.core.networks import load_numpy_weights
+from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import Weights
 from rlkit.envs.runner import EnvRunner, Fragment
 from rlkit.distributed.impala.queue import QueueStats, FragmentQueue, call  # noqa: F401
@@ -84,8 +85,8 @@ class IMPALAWorker:
         self.timeout_s = timeout_s
         kind = config.action_kind
         self.runner = EnvRunner(config.env_id, seed, kind, config.algorithm,
-                                config.envs_per_worker)
-        self.net = make_actor_critic(self.runner.obs_dim, self.runner.action_dim, config.hidden,
+                                config.envs_per_worker, config.images)
+        self.net = make_actor_critic(self.runner.obs_spec, self.runner.action_dim, config.hidden,
                                      kind)
         self.policy = acting_policy(self.net, np.random.default_rng(seed))
         self.version = -1
@@ -149,7 +150,7 @@ class IMPALALearner(SavesLearner, GroupMember):
         rank, world_size: This learner's rank and the group's size (1: no group).
     """
 
-    def __init__(self, config: IMPALAConfig, obs_dim: int, n_actions: int, queue: Any,
+    def __init__(self, config: IMPALAConfig, obs_dim: int | ObsSpec, n_actions: int, queue: Any,
                  timeout_s: float = 60.0, rank: int = 0, world_size: int = 1) -> None:
         torch.set_num_threads(1)
         self.config, self.queue, self.timeout_s = config, queue, timeout_s
