@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from benchmarks.lunar import readme_lines
+from benchmarks.pixels import readme_lines as pixels_lines
 from benchmarks.ppo import readme_lines as ppo_lines
 from benchmarks.ppo_ablation import readme_lines as ppo_ablation_lines
 
@@ -215,6 +216,9 @@ def render(results: Path, timing: dict) -> str:
     lunar = _load(bench / "lunar.json")
     if lunar:
         out += readme_lines(lunar)
+    pixels = _load(bench / "pixels.json")
+    if pixels:
+        out += pixels_lines(pixels)
     if rollout:
         out += ["**`make bench` rollout throughput** (learner off; ceiling = the same 8-env loop in "
                 "one process):", "", "| run | env steps/s | efficiency vs k x ceiling |",

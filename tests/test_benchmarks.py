@@ -110,3 +110,28 @@ def test_ppo_benchmark_summarizes_solved_seeds_and_renders_them(monkeypatch):
     lines = readme_lines({"summary": {"ppo_1_process": s, "appo_ray": none}})
     assert lines[4] == "| rlkit PPO, one process | 2/3 | 15,000 (10,000-20,000) | 3.5 (2.0-5.0) |"
     assert lines[5] == "| rlkit APPO on Ray (asynchronous, V-trace) | 0/1 | - | - |"
+
+
+def test_pixels_benchmark_reports_the_first_evaluation_at_each_score():
+    """benchmarks/pixels.py: the frames and minutes of the first evaluation whose mean reaches
+    5, 10, 15 (hand-made history), the medians over the seeds that reached each, "-" for a
+    score not reached; its settings build Breakout-MinAtar's frames."""
+    from benchmarks.pixels import first_reaching, readme_lines, summarize
+    from rlkit.algos.dqn import BREAKOUT_MINATAR
+
+    steps, seconds, means = [10_000, 20_000, 30_000], [60.0, 120.0, 240.0], [3.0, 10.5, 9.0]
+    assert first_reaching(steps, seconds, means, 5) == (20_000, 2.0)
+    assert first_reaching(steps, seconds, means, 10) == (20_000, 2.0)
+    assert first_reaching(steps, seconds, means, 15) == (None, None)
+    run = {"reach": {str(t): dict(zip(("frames", "minutes"),
+                                      first_reaching(steps, seconds, means, t)))
+                     for t in (5, 10, 15)},
+           "eval_returns": means, "updates_per_second": 90.0, "frames_per_second": 220.0}
+    slow = {**run, "reach": {**run["reach"], "5": {"frames": 30_000, "minutes": 4.0}}}
+    summary = summarize({"0": run, "1": slow}, 30_000)
+    assert summary["5"] == {"reached": 2, "median_frames": 25_000, "median_minutes": 3.0}
+    assert summary["15"] == {"reached": 0, "median_frames": None, "median_minutes": None}
+    rows = readme_lines({"summary": summary, "runs": {"0": run},
+                         "machine": {"cpu": "x", "logical_cores": 2, "gpu": None}})
+    assert "| 0 | 20,000 | 20,000 | - | 2.0 | 2.0 | - | 10.5 | 90 | 220 |" in rows
+    assert BREAKOUT_MINATAR.env_id == "rlkit/BreakoutMinAtar-v0"

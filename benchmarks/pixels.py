@@ -1,0 +1,104 @@
+"""DQN on Breakout-MinAtar from its frames, in one process: env frames and minutes to a greedy
+mean of 5, 10 and 15, per seed (issue 40's benchmark; its first step: the one-process DQN, the
+reference the distributed runs will be measured against).
+
+The settings, the same for every seed, are :data:`rlkit.algos.dqn.BREAKOUT_MINATAR` (where they
+come from is said there); a greedy evaluation of 20 episodes every 10,000 env steps (frames:
+one env step is one frame here). Random play scores about 0.5. Writes
+``benchmarks/results/pixels.json`` after every seed, so a long run keeps what it finished.
+
+    python -m benchmarks.pixels [--seeds 0,1,2] [--total-steps 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import statistics
+import time
+
+from benchmarks.common import write_result
+from rlkit.algos.dqn import BREAKOUT_MINATAR
+from rlkit.core.common import config_dict
+
+#: The greedy means whose first crossing is reported.
+THRESHOLDS = (5, 10, 15)
+
+
+def first_reaching(eval_steps: list[int], eval_seconds: list[float], returns: list[float],
+                   threshold: float) -> tuple[int | None, float | None]:
+    """``(env steps, minutes)`` at the first evaluation whose mean reaches ``threshold``."""
+    for step, seconds, mean in zip(eval_steps, eval_seconds, returns):
+        if mean >= threshold:
+            return step, seconds / 60
+    return None, None
+
+
+def readme_lines(data: dict) -> list[str]:
+    """The README's block for ``benchmarks/results/pixels.json``."""
+    s, m = data["summary"], data["machine"]
+    lines = [f"**DQN on Breakout-MinAtar from pixels** (`python -m benchmarks.pixels`: one "
+             f"process, {m['cpu']}, {m['logical_cores']} logical cores, GPU: "
+             f"{m['gpu'] or 'none'}; greedy mean of 20 episodes every 10,000 frames; budget "
+             f"{s['total_steps']:,} frames; random play 0.5)", "",
+             "| seed | frames to 5 | to 10 | to 15 | minutes to 5 | to 10 | to 15 | best eval | "
+             "updates/s | frames/s |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+             "--- |"]
+    for seed, r in data["runs"].items():
+        frames = [f"{r['reach'][str(t)]['frames']:,}" if r["reach"][str(t)]["frames"] else "-"
+                  for t in THRESHOLDS]
+        minutes = [f"{r['reach'][str(t)]['minutes']:.1f}" if r["reach"][str(t)]["frames"]
+                   else "-" for t in THRESHOLDS]
+        lines.append(f"| {seed} | {' | '.join(frames)} | {' | '.join(minutes)} | "
+                     f"{max(r['eval_returns']):.1f} | {r['updates_per_second']:.0f} | "
+                     f"{r['frames_per_second']:.0f} |")
+    return lines + [""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--total-steps", type=int, default=BREAKOUT_MINATAR.total_steps)
+    parser.add_argument("--name", default="pixels", help="results/<name>.json")
+    args = parser.parse_args()
+
+    from rlkit.train import train_dqn
+
+    runs = {}
+    for seed in (int(s) for s in args.seeds.split(",")):
+        config = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps)
+        begin = time.perf_counter()
+        r = train_dqn(config, progress=bool(os.isatty(1)))
+        h = r.history
+        runs[str(seed)] = {
+            "reach": {str(t): dict(zip(("frames", "minutes"), first_reaching(
+                h.eval_steps, h.eval_seconds, h.eval_returns, t))) for t in THRESHOLDS},
+            "env_steps": r.env_steps, "wall_seconds": r.wall_seconds,
+            "updates": r.learner.updates,
+            "updates_per_second": r.learner.updates / r.wall_seconds,
+            "frames_per_second": r.env_steps / r.wall_seconds, "device": "cpu",
+            "seconds_in_all": time.perf_counter() - begin,
+            "eval_steps": h.eval_steps, "eval_seconds": h.eval_seconds,
+            "eval_returns": h.eval_returns}
+        print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
+              flush=True)
+        write_result(args.name, {"summary": summarize(runs, args.total_steps),
+                                 "config": config_dict(BREAKOUT_MINATAR), "runs": runs})
+
+
+def summarize(runs: dict, total_steps: int) -> dict:
+    """Per threshold: the seeds that reached it and the median frames and minutes over them."""
+    summary: dict = {"seeds": len(runs), "total_steps": total_steps}
+    for t in THRESHOLDS:
+        reached = [r["reach"][str(t)] for r in runs.values() if r["reach"][str(t)]["frames"]]
+        summary[str(t)] = {
+            "reached": len(reached),
+            "median_frames": statistics.median(x["frames"] for x in reached) if reached else None,
+            "median_minutes": statistics.median(x["minutes"] for x in reached) if reached
+            else None}
+    return summary
+
+
+if __name__ == "__main__":
+    main()
