@@ -54,6 +54,7 @@ def test_a3c_refuses_frames_before_any_actor_starts():
         check_worker_env_ids(None, 2, ENV_ID, 0, "discrete", "A2C")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["IMPALA", "PPO"])
 def test_the_on_policy_algorithms_train_on_frames_in_one_process(algorithm):
     """IMPALA's and PPO's actor-critic get a conv encoder each (actor and critic stay separate
@@ -173,6 +174,7 @@ def test_a_dqn_update_on_frames_learns_from_uint8_batches():
     env.close()
 
 
+@pytest.mark.slow
 def test_dqn_trains_on_breakout_in_one_process():
     """The whole single-process loop on frames: it runs, evaluates, and its evaluation acts
     on uint8 frames (a few hundred updates: a learning curve is the notebook's, not this

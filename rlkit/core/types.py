@@ -7,7 +7,7 @@ may import it. Torch and gymnasium appear only in type hints.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -28,6 +28,24 @@ BatchPolicy = Callable[[np.ndarray], np.ndarray]
 #: A sampling policy (IMPALA, A2C): observations ``(N, obs_dim)`` float32 -> actions ``(N,)``
 #: int64 and their log-probabilities ``(N,)`` float32 under the policy that chose them.
 SamplingPolicy = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@runtime_checkable
+class StatefulPolicy(Protocol):
+    """A policy that carries a state from one step to the next (a recurrent network's hidden
+    state), which :class:`rlkit.envs.runner.EnvRunner` keeps for it: across calls of ``run``,
+    reset to ``initial_state`` for an env whose new episode begins, and recorded at the start of
+    each fragment (``Fragment.policy_state``), so a learner can replay the steps from it."""
+
+    def initial_state(self, num_envs: int) -> np.ndarray:
+        """``(N, ...)`` float32: the state every episode starts from."""
+        ...
+
+    def __call__(self, obs: np.ndarray, state: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """``(obs (N, ...), state (N, ...))`` -> ``(actions (N, ...), log_probs (N,) or None,
+        next state (N, ...))``."""
+        ...
 
 
 class Batch(NamedTuple):

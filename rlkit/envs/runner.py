@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from rlkit.core.spaces import check_frames, obs_spec
-from rlkit.core.types import ActionKind, Batch, BatchPolicy, SamplingPolicy
+from rlkit.core.types import ActionKind, Batch, BatchPolicy, SamplingPolicy, StatefulPolicy
 from rlkit.envs.finite import CheckedFrames, check_env_output
 from rlkit.envs.make import make_env, space_dims
 from rlkit.envs.snapshot import env_state, load_env_state
@@ -62,6 +62,9 @@ class Fragment:
             which every env was resetting (the policy was not called).
         episode_returns: Returns of the episodes that finished inside the fragment.
         episode_lengths: Their lengths in steps.
+        policy_state: For a :class:`~rlkit.core.types.StatefulPolicy`, its state ``(N, ...)``
+            at the fragment's first row (a learner replays the rows from it, resetting an env's
+            state after its reset row, as the runner did); ``None`` for a stateless policy.
         policy_version: Version of the weights that acted (set by the worker that ships it).
         worker: Index of the worker that collected it.
     """
@@ -76,6 +79,7 @@ class Fragment:
     log_probs: np.ndarray | None = None
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
+    policy_state: np.ndarray | None = None
     policy_version: int = 0
     worker: int = 0
 
@@ -229,8 +233,9 @@ class EnvRunner:
         self.episode_length = np.zeros(num_envs, dtype=np.int64)
         self._idle_actions = idle_actions(self.env.action_space, num_envs)
         self._zero_log_probs = np.zeros(num_envs, np.float32)
+        self.policy_state: np.ndarray | None = None  # a StatefulPolicy's, between calls
 
-    def run(self, steps_per_env: int, policy: BatchPolicy | SamplingPolicy,
+    def run(self, steps_per_env: int, policy: BatchPolicy | SamplingPolicy | StatefulPolicy,
             fixed_length: bool = False) -> Fragment:
         """Step all ``N`` envs together; episodes continue across calls.
 
@@ -239,7 +244,9 @@ class EnvRunner:
             policy: Maps observations ``(N, *obs_shape)`` to actions ``(N,)`` (discrete)
                 or ``(N, act_dim)`` (continuous), or to ``(actions, log_probs)`` with
                 ``log_probs`` ``(N,)``. It is not called for a vector step in which every env
-                is resetting.
+                is resetting. A :class:`~rlkit.core.types.StatefulPolicy` also takes and
+                returns its state, which the runner keeps between calls and resets to the
+                initial one for an env whose new episode begins (after its reset row).
             fixed_length: ``True``: exactly ``T`` vector steps, reset rows included (the
                 on-policy shape: A2C and IMPALA batch fragments side by side). ``False``: as
                 many vector steps as it takes for ``T * N`` real steps (the replay count), so
@@ -254,12 +261,18 @@ class EnvRunner:
         returns: list[float] = []
         lengths: list[int] = []
         taken, sampled = 0, False  # sampled: the policy returned log-probabilities
+        stateful = isinstance(policy, StatefulPolicy)  # (a plain function is not)
+        first_state = self._start_state(policy) if stateful else None
         while len(rows) < steps_per_env if fixed_length else taken < want:
             log_probs = self._zero_log_probs
             if self.resetting.all():  # nothing to decide: every copy starts a new episode
                 actions = self._idle_actions
             else:
-                out = policy(self.obs)
+                if stateful:
+                    out, chosen, self.policy_state = policy(self.obs, self.policy_state)
+                    out = out if chosen is None else (out, chosen)
+                else:
+                    out = policy(self.obs)
                 if isinstance(out, tuple):
                     out, log_probs = out
                     sampled = True
@@ -280,13 +293,30 @@ class EnvRunner:
             rows.append((self.obs, actions, rewards, terminated, truncated & ~terminated,
                          next_obs, self.resetting, log_probs))
             taken += int(real.sum())
+            if stateful and self.resetting.any():  # these envs' new episodes start afresh
+                self.policy_state = self._reset_rows(policy, self.policy_state, self.resetting)
             self.obs, self.resetting = next_obs, ended
         obs, act, rew, term, trunc, nxt, resets, logp = (np.stack(c) for c in zip(*rows))
         act = act.astype(np.int64 if self.discrete else np.float32, copy=False)
         return Fragment(obs, act, rew.astype(np.float32), term.astype(np.float32),
                         trunc.astype(np.float32), nxt, resets,
                         logp.astype(np.float32) if sampled else None,
-                        returns, lengths)
+                        returns, lengths, first_state)
+
+    def _start_state(self, policy: StatefulPolicy) -> np.ndarray:
+        """A copy of the state the runner holds for ``policy`` (its initial one if the runner
+        holds none, or one of another shape, e.g. another policy's)."""
+        initial = np.asarray(policy.initial_state(self.num_envs))
+        if self.policy_state is None or self.policy_state.shape != initial.shape:
+            self.policy_state = initial
+        return self.policy_state.copy()
+
+    def _reset_rows(self, policy: StatefulPolicy, state: np.ndarray, rows: np.ndarray
+                    ) -> np.ndarray:
+        """``state`` with the ``rows`` envs' entries back to the initial state (a new array)."""
+        initial = np.asarray(policy.initial_state(self.num_envs))
+        mask = rows.reshape(rows.shape + (1,) * (initial.ndim - 1))
+        return np.where(mask, initial, np.asarray(state))
 
     def state_dict(self) -> dict:
         """The exact state of the envs and of the episodes in progress (see
