@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.lunar import readme_lines
+from benchmarks.lunar import readme_lines as lunar_lines
 from benchmarks.pixels import readme_lines as pixels_lines
 from benchmarks.ppo import readme_lines as ppo_lines
 from benchmarks.ppo_ablation import readme_lines as ppo_ablation_lines
@@ -207,18 +207,11 @@ def render(results: Path, timing: dict) -> str:
                        f"{s['median_seconds_to_solve']:.1f} ({s['range_seconds_to_solve'][0]:.1f}-"
                        f"{s['range_seconds_to_solve'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
         out += [""]
-    ppo = _load(bench / "ppo.json")
-    if ppo:
-        out += ppo_lines(ppo)
-    ablation = _load(bench / "ppo_ablation.json")
-    if ablation:
-        out += ppo_ablation_lines(ablation)
-    lunar = _load(bench / "lunar.json")
-    if lunar:
-        out += readme_lines(lunar)
-    pixels = _load(bench / "pixels.json")
-    if pixels:
-        out += pixels_lines(pixels)
+    for name, lines in (("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
+                        ("lunar", lunar_lines), ("pixels", pixels_lines)):
+        data = _load(bench / f"{name}.json")  # each benchmark renders its own block
+        if data:
+            out += lines(data)
     if rollout:
         out += ["**`make bench` rollout throughput** (learner off; ceiling = the same 8-env loop in "
                 "one process):", "", "| run | env steps/s | efficiency vs k x ceiling |",
