@@ -24,6 +24,40 @@ from rlkit.core.common import config_dict
 
 #: The greedy means whose first crossing is reported.
 THRESHOLDS = (5, 10, 15)
+#: Replays measured against the memory check's estimate: (name, capacity, frame space).
+REPLAYS = (("Breakout-MinAtar, 1M transitions", 1_000_000, (0, 1, (4, 10, 10))),
+           ("Atari, 4x84x84 stacks, 100k transitions", 100_000, (0, 255, (4, 84, 84))))
+
+
+def replay_memory() -> dict[str, dict[str, float]]:
+    """Per replay of :data:`REPLAYS`: the bytes the memory check estimates before allocating
+    (``replay_bytes``) and the resident memory the process gained once every row was written
+    (numpy's pages are only resident once written), and their ratio."""
+    import gc
+
+    import gymnasium as gym
+    import numpy as np
+    import psutil
+
+    from rlkit.core.spaces import obs_spec
+    from rlkit.replay.buffers import ReplayBuffer
+    from rlkit.replay.memory import replay_bytes
+
+    out = {}
+    for name, capacity, (low, high, shape) in REPLAYS:
+        spec = obs_spec(gym.spaces.Box(low, high, shape, np.uint8))
+        gc.collect()
+        before = psutil.Process().memory_info().rss
+        buffer = ReplayBuffer(capacity, spec, None, seed=0)
+        for field in buffer.fields:
+            getattr(buffer, field)[:] = 1  # every page written, so resident
+        gained = psutil.Process().memory_info().rss - before
+        estimate = replay_bytes(capacity, spec, None)
+        out[name] = {"estimate_bytes": estimate, "resident_bytes": gained,
+                     "resident_over_estimate": gained / estimate}
+        print(name, out[name], flush=True)
+        del buffer
+    return out
 
 
 def first_reaching(eval_steps: list[int], eval_seconds: list[float], returns: list[float],
@@ -53,6 +87,11 @@ def readme_lines(data: dict) -> list[str]:
         lines.append(f"| {seed} | {' | '.join(frames)} | {' | '.join(minutes)} | "
                      f"{max(r['eval_returns']):.1f} | {r['updates_per_second']:.0f} | "
                      f"{r['frames_per_second']:.0f} |")
+    for name, m in data.get("replay_memory", {}).items():
+        lines += [""] if lines[-1] else []  # (a table ends at a blank line)
+        lines.append(f"Replay of {name}: {m['estimate_bytes'] / 2**20:,.0f} MiB estimated by the "
+                     f"memory check before allocating, {m['resident_bytes'] / 2**20:,.0f} MiB "
+                     f"resident once filled ({m['resident_over_estimate']:.3f}x).")
     return lines + [""]
 
 
@@ -65,7 +104,7 @@ def main() -> None:
 
     from rlkit.train import train_dqn
 
-    runs = {}
+    memory, runs = replay_memory(), {}
     for seed in (int(s) for s in args.seeds.split(",")):
         config = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps)
         begin = time.perf_counter()
@@ -84,7 +123,8 @@ def main() -> None:
         print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
               flush=True)
         write_result(args.name, {"summary": summarize(runs, args.total_steps),
-                                 "config": config_dict(BREAKOUT_MINATAR), "runs": runs})
+                                 "config": config_dict(BREAKOUT_MINATAR), "runs": runs,
+                                 "replay_memory": memory})
 
 
 def summarize(runs: dict, total_steps: int) -> dict:
