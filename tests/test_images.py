@@ -202,3 +202,19 @@ def test_n_step_windows_keep_frames_and_bootstrap_from_the_frame_n_steps_on():
     assert not ends[:3].any()  # the first window runs its 3 steps
     np.testing.assert_array_equal(out.next_obs[0], batch.next_obs[2])
     assert out.discounts[0] == pytest.approx(0.9 ** 3)
+
+
+def test_a_replay_of_frames_that_cannot_fit_is_refused_counting_bytes_not_floats():
+    """20M MinAtar transitions need 16.3 GB as uint8 (65 GB as float32): refused before any
+    allocation, naming buffer_size and the largest that fits. With 4 GiB free (a limit of 80%
+    of it), 2M of them (1.6 GB) fit; as float32 frames they would need 6.4 GB and be refused."""
+    from rlkit.replay.memory import MAX_BUFFER_BYTES, check_buffer_memory
+
+    with pytest.raises(ValueError, match=r"buffer_size=20000000 would need 15\.2 GiB .*Fix: "
+                                         r"use buffer_size <= \d+"):
+        ReplayBuffer(20_000_000, BREAKOUT, None)
+    free = MAX_BUFFER_BYTES // 2  # as if 4 GiB were free
+    assert check_buffer_memory(2_000_000, BREAKOUT, None, free=free) == 1_632_000_000
+    with pytest.raises(ValueError, match="buffer_size=2000000 would need 6.0 GiB"):
+        check_buffer_memory(2_000_000, ObsSpec((4, 10, 10), np.dtype(np.float32)), None,
+                            free=free)
