@@ -150,25 +150,39 @@ def register_action_box(module: nn.Module, action_low: np.ndarray,
     module.register_buffer("bias", (high + low) / 2)
 
 
-class SquashedGaussianActor(nn.Module):
-    """SAC's policy: a Gaussian in an unbounded space, squashed by ``tanh`` into the action box.
-
-    ``u ~ N(mu(s), sigma(s))``, ``a = bias + scale * tanh(u)``. The log-density of ``a`` needs
-    the change-of-variables correction
-    ``log pi(a|s) = log N(u; mu, sigma) - sum_i log(scale_i * (1 - tanh(u_i)^2))``.
+class BoxActor(nn.Module):
+    """An MLP trunk whose outputs become actions in a box: the box's ``scale`` and ``bias``
+    (:func:`register_action_box`) ride along as buffers. SAC's and DDPG's actors are two.
 
     Args:
         obs_dim: Observation size.
         act_dim: Action size.
         hidden: Hidden layer widths.
         action_low, action_high: The action box, ``(act_dim,)`` each.
+        outputs_per_action: What the trunk gives per action dimension: 1 (the action) or 2
+            (a mean and a log standard deviation).
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
+                 action_low: np.ndarray, action_high: np.ndarray,
+                 outputs_per_action: int = 1) -> None:
+        super().__init__()
+        self.trunk = mlp(obs_dim, outputs_per_action * act_dim, hidden)
+        register_action_box(self, action_low, action_high)
+
+
+class SquashedGaussianActor(BoxActor):
+    """SAC's policy: a Gaussian in an unbounded space, squashed by ``tanh`` into the action box
+    (arguments as :class:`BoxActor`'s; the trunk gives a mean and a log std per dimension).
+
+    ``u ~ N(mu(s), sigma(s))``, ``a = bias + scale * tanh(u)``. The log-density of ``a`` needs
+    the change-of-variables correction
+    ``log pi(a|s) = log N(u; mu, sigma) - sum_i log(scale_i * (1 - tanh(u_i)^2))``.
     """
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
                  action_low: np.ndarray, action_high: np.ndarray) -> None:
-        super().__init__()
-        self.trunk = mlp(obs_dim, 2 * act_dim, hidden)
-        register_action_box(self, action_low, action_high)
+        super().__init__(obs_dim, act_dim, hidden, action_low, action_high, 2)
 
     def distribution_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, obs_dim)`` -> mean ``(B, act_dim)`` and log std ``(B, act_dim)`` (bounded)."""
@@ -222,21 +236,9 @@ class TwinQ(nn.Module):
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
 
 
-class DeterministicActor(nn.Module):
-    """DDPG's policy ``mu(s) = bias + scale * tanh(f(s))``: one action per state, in the box.
-
-    Args:
-        obs_dim: Observation size.
-        act_dim: Action size.
-        hidden: Hidden layer widths.
-        action_low, action_high: The action box, ``(act_dim,)`` each.
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
-                 action_low: np.ndarray, action_high: np.ndarray) -> None:
-        super().__init__()
-        self.trunk = mlp(obs_dim, act_dim, hidden)
-        register_action_box(self, action_low, action_high)
+class DeterministicActor(BoxActor):
+    """DDPG's policy ``mu(s) = bias + scale * tanh(f(s))``: one action per state, in the box
+    (arguments as :class:`BoxActor`'s)."""
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``(B, obs_dim)`` -> ``(B, act_dim)`` actions, differentiable in the parameters."""
