@@ -125,6 +125,7 @@ class GradientServerRun(DriverRun):
         self.config, self.num_workers = config, num_workers
         self.by_worker: dict[int, int] = {}
         self.weights_ref: Any = None  # the server's latest answer: (weights, version)
+        self.unapplied_steps = 0  # counted, but their gradients not yet sent to the server
 
     def role_names(self) -> list[str]:
         return ["gradient server"] + [f"worker {i}" for i in range(self.num_workers)]
@@ -168,12 +169,19 @@ class GradientServerRun(DriverRun):
             self.supervisor.restart(f"worker {i}", error, self.env_steps)
             return None
         self.env_steps += message.env_steps
+        self.unapplied_steps += message.env_steps
         self.by_worker[i] = self.by_worker.get(i, 0) + 1
         now = self.clock()
         for ret in message.episode_returns:
             self.history.log_episode(self.env_steps, now, ret)
         self.history.log_loss(self.env_steps, message.loss)
         return message
+
+    def checkpoint_env_steps(self) -> int:
+        """The env steps behind the server's state: the count, less the steps of gradients
+        received but not yet sent to the server (an A2C round still arriving, or the moment
+        between an A3C gradient's arrival and its ``apply``), which a Ctrl-C can fall into."""
+        return self.env_steps - self.unapplied_steps
 
     def maybe_evaluate(self) -> None:
         """A greedy evaluation, in the driver, every ``eval_every`` env steps and at the end."""
@@ -220,6 +228,7 @@ class A3CRun(GradientServerRun):
         if self.receive(ref, i) is not None:
             # the reference, not the array: the gradient goes worker -> server directly
             self.weights_ref = self.supervisor["gradient server"].apply.remote(ref)
+            self.unapplied_steps = 0  # (the server applies its calls in order)
             self.updates += 1
             self.maybe_save(self.updates)
             self.maybe_evaluate()
@@ -246,7 +255,7 @@ class A2CRun(GradientServerRun):
         if self.arrived:
             self.weights_ref = self.supervisor["gradient server"].apply_mean.remote(
                 *self.arrived)
-            self.arrived = []
+            self.arrived, self.unapplied_steps = [], 0
             self.updates += 1
             self.maybe_save(self.updates)
             self.maybe_evaluate()

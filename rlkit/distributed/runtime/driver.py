@@ -95,6 +95,7 @@ class DriverRun(LearnerCalls):
                                      lambda: self.checkpointer.last, options.checkpoint_dir)
         self.pending: dict[ObjectRef, tuple[str, Handler]] = {}
         self.env_steps = 0
+        self.saved_env_steps = 0  # the env steps the last checkpoint recorded
         self.solved, self.eval_return = False, math.nan
         self.startup_seconds, self.started = 0.0, False
         self.placement: dict[str, str] = {}
@@ -132,7 +133,7 @@ class DriverRun(LearnerCalls):
     def interrupt_guard(self) -> AbstractContextManager[None]:
         """What a Ctrl-C does before it goes through: save a checkpoint (if
         ``checkpoint_dir`` is set), say where, and let the interrupt stop the run."""
-        return save_on_interrupt(self.save_on_stop, lambda: self.env_steps)
+        return save_on_interrupt(self.save_on_stop, lambda: self.saved_env_steps)
 
     def result(self) -> RunResult:
         raise NotImplementedError
@@ -182,7 +183,7 @@ class DriverRun(LearnerCalls):
         if self.checkpointer.directory is None:
             return None
         sup = self.supervisor
-        env_steps = self.checkpoint_env_steps()
+        env_steps = self.saved_env_steps = self.checkpoint_env_steps()  # what it will say
         return self.checkpointer.save(
             lambda with_buffer: sup.get(sup[self.LEARNER].state.remote(with_buffer),
                                         self.LEARNER, "saving a checkpoint"),
