@@ -73,8 +73,8 @@ def obs_spec(space: gym.Space, env_id: str = "the env", algorithm: str = "this a
         raise ValueError(
             f"{algorithm} here acts on vector observations only (its networks are MLPs), but "
             f"{env_id} returns images of shape {shape} ({space.dtype}). Fix: use an algorithm "
-            f"that takes images (DQN, Ape-X DQN), or extend this one with an encoder from "
-            f"rlkit.core.encoders.")
+            f"that takes images (DQN, Ape-X DQN, IMPALA, PPO, APPO), or extend this one with "
+            f"an encoder (rlkit.core.networks.encoded_mlp).")
     dtype = np.dtype(space.dtype)
     if dtype.kind == "f":
         return ObsSpec(tuple(shape), np.dtype(np.float32))
