@@ -70,8 +70,9 @@ def td_tensors(batch: AnyBatch, gamma: float | None, device: torch.device) -> TD
         return tensor(values, torch.float32)
 
     def observations(values: np.ndarray | torch.Tensor) -> torch.Tensor:
-        return tensor(values, None if values.dtype in (np.uint8, np.bool_, torch.uint8,
-                                                       torch.bool) else torch.float32)
+        floating = (values.dtype.is_floating_point if isinstance(values, torch.Tensor)
+                    else values.dtype.kind == "f")  # as rlkit.core.spaces.obs_spec decides
+        return tensor(values, torch.float32 if floating else None)
 
     discounts = getattr(batch, "discounts", None)
     if discounts is None and gamma is None:

@@ -84,7 +84,7 @@ class NatureConv(_Conv):
                                 nn.Conv2d(64, 64, 3, stride=1), nn.ReLU()])
 
 
-def make_encoder(obs: int | tuple[int, ...] | ObsSpec) -> Flat | SmallConv | NatureConv:
+def make_encoder(obs: int | ObsSpec) -> Flat | SmallConv | NatureConv:
     """The encoder for an observation (an int is a vector's size); its ``out_features`` is
     the size of the head's input."""
     spec = as_obs_spec(obs)

@@ -43,19 +43,10 @@ class ObsSpec(NamedTuple):
         return int(np.prod(self.shape)) * self.dtype.itemsize
 
 
-def vector_spec(obs_dim: int) -> ObsSpec:
-    """The spec of a flat float32 observation of ``obs_dim`` numbers."""
-    return ObsSpec((int(obs_dim),), np.dtype(np.float32))
-
-
-def as_obs_spec(obs: int | tuple[int, ...] | ObsSpec) -> ObsSpec:
-    """``obs`` as an :class:`ObsSpec`: an int is a float32 vector's size, a tuple a float32
-    array's shape (what every MLP-only caller passed before images)."""
-    if isinstance(obs, ObsSpec):
-        return obs
-    if isinstance(obs, tuple):
-        return ObsSpec(tuple(int(n) for n in obs), np.dtype(np.float32))
-    return vector_spec(obs)
+def as_obs_spec(obs: int | ObsSpec) -> ObsSpec:
+    """``obs`` as an :class:`ObsSpec`: an int is a float32 vector's size (what every MLP-only
+    caller passed before images)."""
+    return obs if isinstance(obs, ObsSpec) else ObsSpec((int(obs),), np.dtype(np.float32))
 
 
 def obs_spec(space: gym.Space, env_id: str = "the env", algorithm: str = "this algorithm",

@@ -262,7 +262,8 @@ class EnvRunner:
         lengths: list[int] = []
         taken, sampled = 0, False  # sampled: the policy returned log-probabilities
         stateful = isinstance(policy, StatefulPolicy)  # (a plain function is not)
-        first_state = self._start_state(policy) if stateful else None
+        initial = np.asarray(policy.initial_state(self.num_envs)) if stateful else None
+        first_state = self._start_state(initial) if initial is not None else None
         while len(rows) < steps_per_env if fixed_length else taken < want:
             log_probs = self._zero_log_probs
             if self.resetting.all():  # nothing to decide: every copy starts a new episode
@@ -294,7 +295,8 @@ class EnvRunner:
                          next_obs, self.resetting, log_probs))
             taken += int(real.sum())
             if stateful and self.resetting.any():  # these envs' new episodes start afresh
-                self.policy_state = self._reset_rows(policy, self.policy_state, self.resetting)
+                mask = self.resetting.reshape((-1,) + (1,) * (initial.ndim - 1))
+                self.policy_state = np.where(mask, initial, np.asarray(self.policy_state))
             self.obs, self.resetting = next_obs, ended
         obs, act, rew, term, trunc, nxt, resets, logp = (np.stack(c) for c in zip(*rows))
         act = act.astype(np.int64 if self.discrete else np.float32, copy=False)
@@ -303,20 +305,12 @@ class EnvRunner:
                         logp.astype(np.float32) if sampled else None,
                         returns, lengths, first_state)
 
-    def _start_state(self, policy: StatefulPolicy) -> np.ndarray:
-        """A copy of the state the runner holds for ``policy`` (its initial one if the runner
-        holds none, or one of another shape, e.g. another policy's)."""
-        initial = np.asarray(policy.initial_state(self.num_envs))
+    def _start_state(self, initial: np.ndarray) -> np.ndarray:
+        """A copy of the state the runner holds for a stateful policy (its ``initial`` one if
+        the runner holds none, or one of another shape, e.g. another policy's)."""
         if self.policy_state is None or self.policy_state.shape != initial.shape:
             self.policy_state = initial
         return self.policy_state.copy()
-
-    def _reset_rows(self, policy: StatefulPolicy, state: np.ndarray, rows: np.ndarray
-                    ) -> np.ndarray:
-        """``state`` with the ``rows`` envs' entries back to the initial state (a new array)."""
-        initial = np.asarray(policy.initial_state(self.num_envs))
-        mask = rows.reshape(rows.shape + (1,) * (initial.ndim - 1))
-        return np.where(mask, initial, np.asarray(state))
 
     def state_dict(self) -> dict:
         """The exact state of the envs and of the episodes in progress (see
