@@ -147,6 +147,23 @@ def render(results: Path, timing: dict) -> str:
             f"{nb08['wall_seconds']:.1f} s; APPO {nb08['appo_eval_return']:.0f} at "
             f"{nb08['appo_env_steps']:,}, {nb08['appo_wall_seconds']:.1f} s (mean policy lag "
             f"{nb08['appo_policy_lag_mean']:.2f}) |")
+    nb09 = _load(results / "09_pixels.json")
+    if nb09:
+        appo = nb09["appo"]
+        lines.append(
+            "| [09 · Breakout from pixels](notebooks/09_breakout_pixels.ipynb) | frames as uint8 "
+            "end to end, bytes per fragment and replay, a conv encoder chosen by the observation; "
+            "DQN and PPO in one process, APPO on Ray with 1 and 2 workers against the rollout "
+            f"ceiling | {_fmt_time(runtimes.get('09_breakout_pixels.ipynb'))} | greedy mean >= "
+            f"{nb09['target']:.0f} (random {nb09['random_return']:.2f}): DQN at "
+            f"{nb09['dqn_env_steps']:,} frames, {nb09['dqn_wall_seconds']:.0f} s; PPO at "
+            f"{nb09['ppo_env_steps']:,}, {nb09['ppo_wall_seconds']:.0f} s; APPO 2 workers at "
+            f"{appo['2']['env_steps']:,}, {appo['2']['wall_seconds']:.0f} s, "
+            f"{appo['2']['consumption_steps_per_second'] / nb09['ceiling_steps_per_second']:.2f}"
+            f"x the rollout ceiling (1 worker "
+            f"{appo['1']['consumption_steps_per_second'] / nb09['ceiling_steps_per_second']:.2f}"
+            f"x); a fragment {nb09['fragment_bytes']:,} bytes ("
+            f"{nb09['fragment_bytes_float32'] / nb09['fragment_bytes']:.1f}x as float32) |")
     out = lines + [""]
     if timing:
         check = timing.get("make_check_seconds")

@@ -72,6 +72,23 @@ def test_the_on_policy_algorithms_train_on_frames_in_one_process(algorithm):
     assert result.updates >= 1 and len(result.history.eval_returns) >= 1
 
 
+def test_the_breakout_presets_are_ppo_and_appo_of_the_same_settings():
+    """Notebook 09's settings: APPO's preset is PPO's, asynchronous with V-trace, and builds
+    without the warning a non-default gae_lambda gives under V-trace (which replaces GAE)."""
+    import warnings
+
+    from rlkit.algos import ppo
+
+    appo, sync = ppo.BREAKOUT_MINATAR_APPO, ppo.BREAKOUT_MINATAR
+    assert sync.synchronous and not sync.use_vtrace and appo.env_id == sync.env_id == ENV_ID
+    assert not appo.synchronous and appo.use_vtrace
+    assert {f: getattr(appo, f) for f in ("epochs", "minibatch_size", "learning_rate", "hidden")} \
+        == {f: getattr(sync, f) for f in ("epochs", "minibatch_size", "learning_rate", "hidden")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ppo.PPOConfig(**{f: getattr(appo, f) for f in appo.__dataclass_fields__})
+
+
 @pytest.mark.parametrize("num_envs", [1, 3])
 def test_the_runner_keeps_frames_as_uint8(num_envs):
     runner = EnvRunner(ENV_ID, 0, "discrete", "DQN", num_envs, images=True)

@@ -63,6 +63,8 @@ OWN_STATE = {
     "08": lambda: {"SEED": 0, "one_process": {0: run(env_steps=2_000)},
                    "ppo_ray": run(env_steps=2_000), "appo": run(env_steps=3_000),
                    "pendulum": run(env_steps=80_000)},
+    "09": lambda: {"SEED": 0, "dqn_run": run(env_steps=20_000), "ppo_run": run(env_steps=60_000),
+                   "appo_runs": {1: run(env_steps=90_000), 2: run(env_steps=100_000)}},
 }
 #: Trainers a results-reading cell calls (it may import them itself), replaced by stand-ins
 #: that return at once: the fallbacks that train what another notebook would have saved, and
@@ -79,6 +81,9 @@ OWN_RESULTS = {
     "08": {"08_ppo": {"env_steps": 2_000, "wall_seconds": 2.0, "appo_env_steps": 3_000,
                       "appo_wall_seconds": 3.0, "pendulum_env_steps": 80_000,
                       "pendulum_wall_seconds": 50.0, "seed": 0}},
+    "09": {"09_pixels": {"dqn_env_steps": 20_000, "dqn_wall_seconds": 90.0,
+                         "ppo_env_steps": 60_000, "ppo_wall_seconds": 30.0,
+                         "appo_env_steps": 100_000, "appo_wall_seconds": 60.0, "seed": 0}},
 }
 
 
@@ -135,8 +140,8 @@ READERS = {path.name: results_reading_cells(path) for path in NOTEBOOKS}
 
 
 def test_the_series_has_cells_that_read_other_notebooks_results():
-    """The scan finds what it should: notebooks 02, 04, 06 and 08 compare with earlier ones."""
-    assert {name[:2] for name, cells in READERS.items() if cells} == {"02", "04", "06", "08"}
+    """The scan finds what it should: notebooks 02, 04, 06, 08 and 09 compare with earlier ones."""
+    assert {name[:2] for name, cells in READERS.items() if cells} == {"02", "04", "06", "08", "09"}
 
 
 @pytest.mark.parametrize("name", [name for name, cells in READERS.items() if cells])

@@ -318,3 +318,20 @@ class PPOLearner(ActorCriticState):
 PENDULUM = PPOConfig(env_id="Pendulum-v1", num_workers=2, envs_per_worker=2, unroll_length=1024,
                      batch_fragments=2, gamma=0.9, gae_lambda=0.95, total_steps=200_000,
                      eval_every=10_000, eval_episodes=10, target_return=-200.0)
+
+#: PPO on Breakout-MinAtar from its frames (notebook 09), the same for every seed: 2 runners of
+#: 8 envs x 64 steps (a batch of 1,024 frames), 4 epochs of minibatches of 256, learning rate
+#: 1e-3, gamma 0.99, lambda 0.95, an entropy bonus of 0.01, one hidden layer of 128 over the
+#: MinAtar encoder; greedy evaluations of 20 episodes every 10,000 frames, no target (a run
+#: gives one with ``target_return``). Chosen in short runs on a 2-core CPU (a greedy mean of 5,
+#: ten times random play, within 50,000-130,000 frames), not tuned further.
+BREAKOUT_MINATAR = PPOConfig(env_id="rlkit/BreakoutMinAtar-v0", num_workers=2, envs_per_worker=8,
+                             unroll_length=64, batch_fragments=2, queue_size=4, epochs=4,
+                             minibatch_size=256, learning_rate=1e-3, gamma=0.99, gae_lambda=0.95,
+                             entropy_coef=0.01, hidden=(128,), total_steps=1_000_000,
+                             eval_every=10_000, eval_episodes=20, target_return=None)
+#: APPO on the same: :data:`BREAKOUT_MINATAR` run asynchronously with V-trace targets (which
+#: take the place of GAE, so ``gae_lambda`` is left at its default).
+BREAKOUT_MINATAR_APPO = dataclasses.replace(
+    BREAKOUT_MINATAR, synchronous=False, use_vtrace=True,
+    gae_lambda=next(f.default for f in dataclasses.fields(PPOConfig) if f.name == "gae_lambda"))

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
 
+from rlkit.core.spaces import obs_spec
 from rlkit.core.types import BatchPolicy
 from rlkit.core.validation import COUNT, check_value
 
@@ -35,7 +36,7 @@ def episode_frames(env_id: str, policy: BatchPolicy, seed: int, max_steps: int =
 
     Args:
         env_id: Gymnasium id; the env is made with ``render_mode="rgb_array"``.
-        policy: Batched policy ``(1, obs_dim) -> (1,)`` or ``(1, act_dim)``.
+        policy: Batched policy ``(1, *obs_shape) -> (1,)`` or ``(1, act_dim)``.
         seed: Seed of the episode's first reset.
         max_steps: Stop after this many steps even if the episode goes on.
         every: Keep one frame in ``every`` (fewer frames: a smaller, faster animation).
@@ -50,11 +51,12 @@ def episode_frames(env_id: str, policy: BatchPolicy, seed: int, max_steps: int =
         # although off-screen frames need no display; its "dummy" driver is made for this
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     env = gym.make(env_id, render_mode="rgb_array")
+    dtype = obs_spec(env.observation_space, env_id).dtype  # as evaluation sees it (a frame: uint8)
     obs, _ = env.reset(seed=seed)
     frames, total, steps = [env.render()], 0.0, 0
     try:
         while steps < max_steps:
-            action = policy(np.asarray(obs, dtype=np.float32)[None])[0]
+            action = policy(np.asarray(obs, dtype=dtype)[None])[0]
             obs, reward, terminated, truncated, _ = env.step(action)
             total, steps = total + float(reward), steps + 1
             if steps % every == 0:

@@ -1,7 +1,8 @@
 """The series' map: each pattern the notebooks build, what travels between its processes, what
 its run measured (read from the notebooks' ``results/*.json``), when it pays, and what to read
-next. Notebook 06 shows the patterns of 01-06; notebook 08 ends the series with all of them.
-A later notebook adds its patterns to :data:`PATTERNS`.
+next. Notebook 06 shows the patterns of 01-06, notebook 08 those of the vector tasks, and
+notebook 09 ends the series with all of them, its pixel runs included. A later notebook adds its
+patterns to :data:`PATTERNS`.
 
 A notebook not run yet has no results file: its rows are kept, with the numbers missing and
 the notebook to run named, so the map draws in a fresh checkout too.
@@ -21,7 +22,8 @@ class Pattern:
     Attributes:
         notebook: The notebook that builds it, e.g. ``"02"``.
         name: The pattern, e.g. ``"DQN on Ray"``.
-        task: ``"CartPole"`` (solved at 475) or ``"Pendulum"`` (-200).
+        task: ``"CartPole"`` (solved at 475), ``"Pendulum"`` (-200) or ``"Breakout-MinAtar"``
+            (to a greedy mean of 5, ten times random play: notebook 09's target).
         travels: What moves between processes.
         policy: ``"off"`` or ``"on"`` (with how a lag is corrected, where there is one).
         results: The notebook's results file (``results/<results>.json``).
@@ -95,6 +97,19 @@ PATTERNS: tuple[Pattern, ...] = (
             "08_ppo", "pendulum_env_steps", "pendulum_wall_seconds",
             "continuous actions without a replay buffer",
             "CleanRL `ppo_continuous_action.py`"),
+    Pattern("09", "DQN from pixels, one process", "Breakout-MinAtar", "nothing: one process",
+            "off", "09_pixels", "dqn_env_steps", "dqn_wall_seconds",
+            "frames as uint8 in replay, a conv encoder; the learner's step is the cost",
+            "CleanRL `dqn_atari.py`; Young & Tian, 2019 (MinAtar); Mnih et al., 2015"),
+    Pattern("09", "PPO from pixels, one process", "Breakout-MinAtar", "nothing: one process",
+            "on", "09_pixels", "ppo_env_steps", "ppo_wall_seconds",
+            "few cores and a cheap env: acting and learning in turn, with nothing to ship",
+            "CleanRL `ppo_atari.py`"),
+    Pattern("09", "APPO from pixels on Ray", "Breakout-MinAtar",
+            "uint8 fragments to the learner; weights to the workers", "on, clipped against the "
+            "acting policy, V-trace targets", "09_pixels", "appo_env_steps", "appo_wall_seconds",
+            "a learner with its own fast device (a GPU) and actors with cores of their own",
+            "RLlib `APPOConfig` on Atari; Espeholt et al., 2018"),
 )
 
 
