@@ -127,7 +127,7 @@ def render(results: Path, timing: dict) -> str:
         lines.append(
             "| [07 · a cluster: nodes, a learner group, a node that dies]"
             "(notebooks/07_cluster.ipynb) | plans per node, a learner group (all-reduced gradients over gloo), a worker's "
-            "node and a learner's node lost mid-run | "
+            "node and a learner's node lost mid-run, Ray's dashboard, state API and trace | "
             f"{_fmt_time(runtimes.get('07_cluster.ipynb'))} | 4 nodes; 2 learner ranks equal "
             f"one learner to {nb07['equality_max_difference']:.0e}; 2 ranks "
             f"{nb07['group_updates_per_second']['2'] / nb07['group_updates_per_second']['1']:.2f}"

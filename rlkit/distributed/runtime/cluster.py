@@ -243,10 +243,15 @@ def require_ray() -> dict[str, float]:
     return ray.cluster_resources()
 
 
+def token_path() -> Path:
+    """Where Ray keeps this machine's token: ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))
+
+
 def protect_token_file() -> Path | None:
     """Make Ray's token file readable by its owner only (Ray 2.60 writes it world-readable);
     returns its path, or ``None`` if there is none or it is not ours."""
-    token = Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))
+    token = token_path()
     try:
         if token.is_file() and token.stat().st_uid == os.getuid():
             token.chmod(0o600)
