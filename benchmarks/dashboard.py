@@ -8,7 +8,8 @@ found from the installed packages' own metadata, and the bytes their files take.
 trial is a fresh process that starts a local 2-CPU instance (``include_dashboard`` true or
 false, alternating which goes first in each pair) and records the seconds ``ray.init`` took,
 then, with one actor up and nothing running, the CPU seconds per second every Ray process
-of the instance used over ``--idle-seconds``, how many processes there were and the memory they held of their own (USS).
+of the instance used over ``--idle-seconds``, how many processes there were and the memory
+they held of their own (USS).
 The figures are the medians over pairs. ``ray[default]`` is installed in both arms (it is a
 pinned requirement), so what it costs with the dashboard off (every node's agent loads more
 modules) is in both and not measured here: that needs a second environment with plain ``ray``.
