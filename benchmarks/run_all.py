@@ -39,13 +39,14 @@ def main() -> None:
                  ["benchmarks.ppo_ablation", "--seeds", "0", "--budget", "10000"],
                  ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"],
                  ["benchmarks.pixels", "--seeds", "0", "--total-steps", "10000"],
-                 ["benchmarks.timeline", "--pairs", "1", "--steps", "5000"]]
+                 ["benchmarks.timeline", "--pairs", "1", "--steps", "5000"],
+                 ["benchmarks.dashboard", "--pairs", "1", "--idle-seconds", "5"]]
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
                  ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
                  ["benchmarks.apex"], ["benchmarks.ppo"], ["benchmarks.ppo_ablation"],
                  ["benchmarks.lunar"], ["benchmarks.pixels"], ["benchmarks.timeline"],
-                 ["benchmarks.render_readme"]]
+                 ["benchmarks.dashboard"], ["benchmarks.render_readme"]]
     env = dict(os.environ)
     if args.quick:
         from benchmarks.common import QUICK_RESULTS

@@ -139,3 +139,15 @@ def test_pixels_benchmark_reports_the_first_evaluation_at_each_score():
     assert rows[-3:] == ["", "Replay of 1M: 816 MiB estimated by the memory check before "
                          "allocating, 817 MiB resident once filled (1.001x).", ""]
     assert BREAKOUT_MINATAR.env_id == "rlkit/BreakoutMinAtar-v0"
+
+
+def test_dashboard_benchmark_counts_only_what_ray_default_adds():
+    """The install cost is the packages ``ray[default]`` needs that nothing else in
+    requirements.txt needs: the dashboard's web server is among them, numpy and plain ray's own
+    dependencies are not."""
+    from benchmarks.dashboard import install_cost
+
+    cost = install_cost()
+    assert {"aiohttp", "opencensus", "py-spy"} <= set(cost["packages"])
+    assert not {"numpy", "ray", "protobuf", "msgpack", "torch"} & set(cost["packages"])
+    assert cost["count"] == len(cost["packages"]) and cost["megabytes"] > 1
