@@ -21,7 +21,7 @@ from rlkit.algos.ddpg_td import (DDPGPriorityModel, ddpg_actor_loss,  # noqa: F4
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
 from rlkit.core.common import polyak_update
-from rlkit.core.gradients import GradientSync, no_sync
+from rlkit.core.gradients import GradientSync, gradient_step, no_sync
 from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, Weights
@@ -122,17 +122,11 @@ class DDPGLearner:
         tensors = td_tensors(batch, self.config.gamma, self.device)
         critic_loss, self._td_errors = ddpg_critic_loss(
             self.critic, self.actor_target, self.critic_target, tensors, importance_weights)
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.sync_gradients(self.critic.parameters())  # a learner group's all-reduce
-        self.critic_opt.step()
+        gradient_step(self.critic_opt, critic_loss, self.critic.parameters(), self.sync_gradients)
 
         self.critic.requires_grad_(False)  # the actor's loss trains the actor only
         actor_loss = ddpg_actor_loss(self.actor, self.critic, tensors.obs)
-        self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.sync_gradients(self.actor.parameters())
-        self.actor_opt.step()
+        gradient_step(self.actor_opt, actor_loss, self.actor.parameters(), self.sync_gradients)
         self.critic.requires_grad_(True)
 
         polyak_update(self.critic_target, self.critic, self.config.tau)

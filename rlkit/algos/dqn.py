@@ -24,7 +24,7 @@ from rlkit.algos.dqn_td import (DQNPriorityModel, dqn_loss, dqn_q_and_targets,  
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
 from rlkit.core.common import polyak_update, role_seed
-from rlkit.core.gradients import GradientSync, no_sync
+from rlkit.core.gradients import GradientSync, gradient_step, no_sync
 from rlkit.core.networks import (QNetwork, load_numpy_weights, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.spaces import ObsSpec, obs_spec
@@ -167,11 +167,8 @@ class DQNLearner:
                 f"(q_mean={float(q_taken.detach().mean()):.3g}, largest |reward| in the batch "
                 f"{float(tensors.rewards.abs().max()):.3g}). Fix: rewards that large (or not "
                 f"finite) must be scaled down (or cleaned) first; else lower learning_rate.")
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.sync_gradients(self.q.parameters())  # a learner group's all-reduce
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.q.parameters(), cfg.max_grad_norm)
-        self.optimizer.step()
+        grad_norm = gradient_step(self.optimizer, loss, self.q.parameters(), self.sync_gradients,
+                                  cfg.max_grad_norm)
         self.updates += 1
         if self.updates % cfg.target_update_every == 0:
             self.sync_target()

@@ -16,11 +16,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from rlkit.algos.actor_critic import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import nstep_returns, vtrace
-from rlkit.core.gradients import GradientSync, no_sync
+from rlkit.core.gradients import GradientSync, gradient_step, no_sync
 from rlkit.core.networks import make_adam
 from rlkit.core.spaces import ObsSpec
 from rlkit.core.validation import (SEED_MAX, Validated, fail, flag, integer, layers, number,
@@ -268,11 +267,8 @@ class VTraceLearner(ActorCriticState):
                 raise FloatingPointError(f"IMPALA loss became non-finite at update "
                                          f"{self.updates} (SGD step {j}): {metrics}. Fix: lower "
                                          f"learning_rate or max_grad_norm.")
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.sync_gradients(self.net.parameters())  # a learner group's all-reduce
-            nn.utils.clip_grad_norm_(self.net.parameters(), self.config.max_grad_norm)
-            self.optimizer.step()
+            gradient_step(self.optimizer, loss, self.net.parameters(), self.sync_gradients,
+                          self.config.max_grad_norm)
             for name, value in metrics.items():
                 totals[name] = totals.get(name, 0.0) + value / steps
         self.updates += 1

@@ -24,14 +24,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch import nn
 
 from rlkit.algos.a2c import normalize_advantages, nstep_advantages, value_loss
 from rlkit.algos.actor_critic import ActorCriticState
 from rlkit.algos.impala import IMPALAConfig, next_state_values, stack_fragments
 from rlkit.algos.policy_heads import action_kind_of, evaluate_actions, make_actor_critic
 from rlkit.algos.vtrace import vtrace
-from rlkit.core.gradients import GradientSync, no_sync
+from rlkit.core.gradients import GradientSync, gradient_step, no_sync
 from rlkit.core.networks import make_adam
 from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import ActionKind
@@ -294,11 +293,8 @@ class PPOLearner(ActorCriticState):
                         f"{float(batch['rewards'].abs().max()):.3g}. Fix: rewards that large "
                         f"(or not finite) must be scaled down (or cleaned) first; else lower "
                         f"learning_rate or max_grad_norm.")
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.sync_gradients(self.net.parameters())  # a learner group's all-reduce
-                nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)
-                self.optimizer.step()
+                gradient_step(self.optimizer, loss, self.net.parameters(), self.sync_gradients,
+                              cfg.max_grad_norm)
                 self.sgd_steps += 1
                 last.append(metrics)
         self.updates += 1

@@ -19,7 +19,7 @@ from torch import nn
 
 from rlkit.algos.actor_specs import ActorCriticSpec
 from rlkit.core.common import bootstrap_target, polyak_update
-from rlkit.core.gradients import GradientSync, no_sync
+from rlkit.core.gradients import GradientSync, gradient_step, no_sync
 from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
                                  module_weights)
 from rlkit.core.types import BatchPolicy, TensorBatch, Weights
@@ -183,27 +183,18 @@ class SACLearner:
         alpha = self.log_alpha.detach().exp()
         critic_loss = self._critic_loss_fn(self.critic, self.critic_target, self.actor, batch,
                                            alpha, self.config.gamma)
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.sync_gradients(self.critic.parameters())  # a learner group's all-reduce
-        self.critic_opt.step()
+        gradient_step(self.critic_opt, critic_loss, self.critic.parameters(), self.sync_gradients)
 
         # The actor's loss goes through the critics, but only the actor learns from it: with
         # the critics frozen, backward computes no gradients for their weights (gradients the
         # critic optimiser would only throw away at its next zero_grad).
         self.critic.requires_grad_(not self.freeze_critics_in_actor_step)
         actor_loss, log_prob = self._actor_loss_fn(self.actor, self.critic, batch.obs, alpha)
-        self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.sync_gradients(self.actor.parameters())
-        self.actor_opt.step()
+        gradient_step(self.actor_opt, actor_loss, self.actor.parameters(), self.sync_gradients)
         self.critic.requires_grad_(True)
 
         alpha_loss = sac_alpha_loss(self.log_alpha, log_prob, self.target_entropy)
-        self.alpha_opt.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.sync_gradients([self.log_alpha])
-        self.alpha_opt.step()
+        gradient_step(self.alpha_opt, alpha_loss, [self.log_alpha], self.sync_gradients)
 
         polyak_update(self.critic_target, self.critic, self.config.tau)
         self.updates += 1

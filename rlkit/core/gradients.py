@@ -10,6 +10,7 @@ stepping take exactly the step one learner would take on the whole batch, and, s
 the same weights with the same optimiser, stay identical. A learner calls its
 ``sync_gradients(parameters)`` between ``backward()`` and the clip: :func:`no_sync` alone,
 :func:`average_gradients` in a group (:mod:`rlkit.distributed.runtime.learner_group`).
+:func:`gradient_step` is every learner's step in that order.
 """
 
 from __future__ import annotations
@@ -20,6 +21,21 @@ import torch
 
 #: What a learner calls between ``backward()`` and clipping.
 GradientSync = Callable[[Iterable[torch.nn.Parameter]], None]
+
+
+def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+                  parameters: Iterable[torch.nn.Parameter], sync: GradientSync,
+                  max_grad_norm: float | None = None) -> torch.Tensor | None:
+    """One optimiser step on ``loss``: clear the gradients, backpropagate, ``sync`` them (a
+    group's all-reduce, before the clip), clip their norm to ``max_grad_norm`` if given, step.
+    Returns the norm before the clip (a tensor), or ``None`` without a clip."""
+    params = list(parameters)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    sync(params)
+    norm = None if max_grad_norm is None else torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    optimizer.step()
+    return norm
 
 
 def no_sync(parameters: Iterable[torch.nn.Parameter]) -> None:
