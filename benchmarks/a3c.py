@@ -16,12 +16,11 @@ the env steps per second of an A3C run with a fixed budget and no evaluation.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
 
-from benchmarks.common import solve_summary, write_result
+from benchmarks.common import benchmark_parser, solve_summary, write_result
 
 
 def rollout_ceiling(config: object, seconds: float) -> float:
@@ -46,13 +45,12 @@ def rollout_ceiling(config: object, seconds: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = benchmark_parser(__doc__, "0,1,2")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--throughput-steps", type=int, default=100_000)
     parser.add_argument("--ceiling-seconds", type=float, default=3.0)
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
 
     import ray
 

@@ -13,7 +13,6 @@ process (target: >= 5,000 batches/s on the 2-core machine).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import statistics
@@ -21,7 +20,7 @@ import time
 
 import numpy as np
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, write_result
 
 TREE_SLOTS, TREE_BATCH = 131_072, 256
 TREE_TARGET = 5_000  # batches/s on the 2-core machine (issue: Ape-X notebook)
@@ -55,11 +54,10 @@ def summarize(runs: dict[str, dict]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = benchmark_parser(__doc__, "0,1,2")
     parser.add_argument("--tree-seconds", type=float, default=3.0)
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
 
     import ray
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -12,6 +13,24 @@ from benchmarks.machine import describe_machine
 
 RESULTS = Path(__file__).resolve().parent / "results"
 QUICK_RESULTS = RESULTS / "quick"
+
+
+def seed_list(text: str) -> list[int]:
+    """Seeds as a command line gives them: ``"0-3,7"`` -> ``[0, 1, 2, 3, 7]``; ``""`` -> ``[]``."""
+    seeds: list[int] = []
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        seeds += list(range(int(low), int(high or low) + 1))
+    return seeds
+
+
+def benchmark_parser(doc: str, seeds: str, seeds_help: str | None = None
+                     ) -> argparse.ArgumentParser:
+    """What every benchmark's command line starts with: its docstring's first line, and
+    ``--seeds`` (``seeds`` by default), parsed by :func:`seed_list`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--seeds", type=seed_list, default=seeds, help=seeds_help)
+    return parser
 
 
 def results_dir() -> Path:

@@ -10,9 +10,10 @@ agree ran bit-identical training. Not part of ``make bench``: run it before and 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
+
+from benchmarks.common import benchmark_parser
 
 CLOCK_FIELDS = ("episode_seconds", "eval_seconds")
 
@@ -24,8 +25,7 @@ def history_hash(history: object) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = benchmark_parser(__doc__, "0,1,2")
     parser.add_argument("--algos", default="dqn,sac")
     args = parser.parse_args()
 
@@ -36,7 +36,7 @@ def main() -> None:
     runs = {"dqn": (train_dqn, DQNConfig), "sac": (train_sac, SACConfig)}
     for name in args.algos.split(","):
         train, config = runs[name]
-        for seed in (int(s) for s in args.seeds.split(",")):
+        for seed in args.seeds:
             result = train(config(seed=seed))
             print(json.dumps({"run": name, "seed": seed, "solved": result.solved,
                               "env_steps": result.history.eval_steps[-1],

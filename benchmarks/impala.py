@@ -14,23 +14,21 @@ network) in one process with no Ray and no learning.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import statistics
 
 import numpy as np
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, write_result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = benchmark_parser(__doc__, "0,1,2")
     parser.add_argument("--throughput-steps", type=int, default=400_000)
     parser.add_argument("--ceiling-seconds", type=float, default=3.0)
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
 
     import ray
 

@@ -23,12 +23,11 @@ one SGD step at 1e-3 (as IMPALA's paper does, and notebook 06's settings before
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from typing import Any
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, write_result
 from benchmarks.ppo_ablation import OUTCOMES, TARGET, outcome
 
 #: Overrides of notebook 06's ``IMPALAConfig`` (queue_size keeps 2 updates' worth of fragments).
@@ -42,15 +41,6 @@ ARMS: dict[str, dict[str, Any]] = {
     "N4-B2": {"envs_per_worker": 4, "batch_fragments": 2, "queue_size": 4,
               "minibatch_envs": 8, "learning_rate": 1e-3},  # one SGD step of 256
 }
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-3,7"`` -> ``[0, 1, 2, 3, 7]``."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        seeds += list(range(int(low), int(high or low) + 1))
-    return seeds
 
 
 def summarize_solves(runs: dict[str, dict]) -> dict[str, Any]:
@@ -109,8 +99,7 @@ def hold_runs(arm: str, seeds: list[int], budget: int, lag: int) -> dict[str, di
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0-11")
+    parser = benchmark_parser(__doc__, "0-11")
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--lag", type=int, default=1, help="simulated policy lag (updates)")
     parser.add_argument("--budget", type=int, default=1_000_000, help="env steps to solve in")
@@ -121,7 +110,7 @@ def main() -> None:
     from rlkit.algos.impala import IMPALAConfig
     from rlkit.core.common import config_dict
 
-    seeds, arms = parse_seeds(args.seeds), args.arms.split(",")
+    seeds, arms = args.seeds, args.arms.split(",")
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
         raise SystemExit(f"unknown arm(s) {unknown}; choose from {list(ARMS)}")

@@ -12,12 +12,11 @@ link to them. Runs are sequential: on the 2-core machine one run uses one core.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from typing import Any
 
-from benchmarks.common import results_dir, save_plot, write_result
+from benchmarks.common import benchmark_parser, results_dir, save_plot, write_result
 
 # name -> (description, overrides of the default config)
 DQN_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -90,9 +89,8 @@ def summarise(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = benchmark_parser(__doc__, "0,1,2,3,4")
     parser.add_argument("--algo", default="dqn", choices=("dqn", "sac"))
-    parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--variants", default=None, help="comma-separated; default: all")
     parser.add_argument("--append", action="store_true",
                         help="keep the variants already in the results file")
@@ -102,7 +100,7 @@ def main() -> None:
     unknown = [n for n in names if n not in table]
     if unknown:
         raise SystemExit(f"unknown variants {unknown}; choose from {list(table)}")
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     path = results_dir() / f"levers_{args.algo}.json"
     variants: dict[str, Any] = {}
     if args.append and path.exists():

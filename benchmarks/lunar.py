@@ -11,13 +11,12 @@ return reaches 200. The settings, the same for every seed, are
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import statistics
 import time
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, write_result
 from rlkit.algos.sac import LUNAR_LANDER
 from rlkit.core.common import config_dict
 
@@ -42,15 +41,14 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = benchmark_parser(__doc__, "0,1,2")
     parser.add_argument("--workers", type=int, default=None,
                         help="rollout workers (default: the cluster's CPUs minus the learner's, "
                              "at least 2)")
     parser.add_argument("--total-steps", type=int, default=LUNAR_LANDER.total_steps)
     parser.add_argument("--name", default="lunar", help="results/<name>.json")
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
 
     import ray
 

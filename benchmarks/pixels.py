@@ -12,13 +12,12 @@ one env step is one frame here). Random play scores about 0.5. Writes
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import statistics
 import time
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, write_result
 from rlkit.algos.dqn import BREAKOUT_MINATAR
 from rlkit.core.common import config_dict
 
@@ -96,8 +95,7 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser = benchmark_parser(__doc__, "0,1,2")
     parser.add_argument("--total-steps", type=int, default=BREAKOUT_MINATAR.total_steps)
     parser.add_argument("--name", default="pixels", help="results/<name>.json")
     args = parser.parse_args()
@@ -105,7 +103,7 @@ def main() -> None:
     from rlkit.train import train_dqn
 
     memory, runs = replay_memory(), {}
-    for seed in (int(s) for s in args.seeds.split(",")):
+    for seed in args.seeds:
         config = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps)
         begin = time.perf_counter()
         r = train_dqn(config, progress=bool(os.isatty(1)))

@@ -18,12 +18,11 @@ Stable-Baselines3 is not one of rlkit's requirements; to compare, install it bes
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 import time
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, seed_list, write_result
 
 #: RL Baselines3 Zoo's PPO settings for CartPole-v1 (hyperparams/ppo.yml): 8 envs, 32 steps
 #: each, minibatches of 256, 20 epochs, lambda 0.8, gamma 0.98, no entropy bonus, learning
@@ -128,10 +127,10 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2,3,4", help="one-process runs")
-    parser.add_argument("--ray-seeds", default="0,1,2", help="PPO on Ray and APPO")
-    parser.add_argument("--pendulum-seeds", default="0,1,2", help="PPO on Pendulum-v1")
+    parser = benchmark_parser(__doc__, "0,1,2,3,4", "one-process runs")
+    parser.add_argument("--ray-seeds", type=seed_list, default="0,1,2", help="PPO on Ray and APPO")
+    parser.add_argument("--pendulum-seeds", type=seed_list,
+                        default="0,1,2", help="PPO on Pendulum-v1")
     args = parser.parse_args()
 
     from rlkit.algos.ppo import PENDULUM, PPOConfig
@@ -140,7 +139,7 @@ def main() -> None:
 
     config = PPOConfig()
     runs: dict[str, dict[str, dict]] = {"ppo_1_process": {}, "sb3_ppo_zoo": {}}
-    for seed in [int(s) for s in args.seeds.split(",")]:  # interleaved, seed by seed
+    for seed in args.seeds:  # interleaved, seed by seed
         runs["ppo_1_process"][str(seed)] = record(train_ppo(dataclasses.replace(config,
                                                                                 seed=seed)))
         sb3 = run_sb3(seed, config.eval_every, config.eval_episodes, config.target_return)
@@ -158,7 +157,7 @@ def main() -> None:
         runs["ppo_ray"], runs["appo_ray"] = {}, {}
         init_ray()
         try:
-            for seed in [int(s) for s in args.ray_seeds.split(",")]:
+            for seed in args.ray_seeds:
                 runs["ppo_ray"][str(seed)] = record(train_ppo_ray(
                     dataclasses.replace(config, seed=seed)))
                 runs["appo_ray"][str(seed)] = record(train_appo_ray(
@@ -172,7 +171,7 @@ def main() -> None:
         appo_config = None
     if args.pendulum_seeds:
         runs["pendulum_1_process"] = {}
-        for seed in [int(s) for s in args.pendulum_seeds.split(",")]:
+        for seed in args.pendulum_seeds:
             runs["pendulum_1_process"][str(seed)] = record(train_ppo(
                 dataclasses.replace(PENDULUM, seed=seed)))
             print("pendulum", seed, runs["pendulum_1_process"][str(seed)]["seconds_to_solve"],

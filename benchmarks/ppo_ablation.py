@@ -13,11 +13,10 @@ fell back, or *never* reached it. Notebook 08 reads the counts from
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 
-from benchmarks.common import write_result
+from benchmarks.common import benchmark_parser, write_result
 
 #: The arms: overrides of notebook 08's ``PPOConfig``.
 ARMS = {"10 epochs, clip 0.2 (PPO)": {}, "1 epoch, clip 0.2": {"epochs": 1},
@@ -56,8 +55,7 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser = benchmark_parser(__doc__, "0,1,2,3,4")
     parser.add_argument("--budget", type=int, default=40_000, help="env steps per run")
     args = parser.parse_args()
     import numpy as np
@@ -66,7 +64,7 @@ def main() -> None:
     from rlkit.core.common import config_dict
     from rlkit.train.ppo import train_ppo
 
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     runs: dict[str, dict[str, dict]] = {arm: {} for arm in ARMS}
     for seed in seeds:
         for arm, overrides in ARMS.items():

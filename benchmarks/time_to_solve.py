@@ -12,20 +12,18 @@ set-up for both; the Ray actors' start-up is recorded separately as ``startup_se
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 
-from benchmarks.common import solve_summary, write_result
+from benchmarks.common import benchmark_parser, solve_summary, write_result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser = benchmark_parser(__doc__, "0,1,2,3,4")
     parser.add_argument("--algos", default="dqn,sac")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
 
     import ray
 

@@ -78,9 +78,10 @@ def test_impala_stability_counts_solves_and_the_late_evaluations_at_the_target()
     """benchmarks/impala_stability.py: seeds parsed from ranges; the median and largest env
     steps over the solved runs only; the late fraction counts evaluations after half the
     budget. Hand-made runs."""
-    from benchmarks.impala_stability import parse_seeds, second_half_at_target, summarize_solves
+    from benchmarks.common import seed_list
+    from benchmarks.impala_stability import second_half_at_target, summarize_solves
 
-    assert parse_seeds("0-3,7") == [0, 1, 2, 3, 7] and parse_seeds("5") == [5]
+    assert seed_list("0-3,7") == [0, 1, 2, 3, 7] and seed_list("5") == [5] and seed_list("") == []
     runs = {"0": {"solved": True, "env_steps": 300}, "1": {"solved": False, "env_steps": 1000},
             "2": {"solved": True, "env_steps": 100}, "3": {"solved": True, "env_steps": 200}}
     assert summarize_solves(runs) == {"seeds": 4, "solved": 3, "median_steps": 200,
