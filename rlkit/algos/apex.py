@@ -23,7 +23,7 @@ from rlkit.algos.ddpg import DDPGConfig, DDPGPriorityModel, DDPGSpec, gaussian_e
 from rlkit.algos.dqn import DQNConfig, DQNPriorityModel, DQNSpec
 from rlkit.algos.exploration import epsilon_ladder, noise_ladder
 from rlkit.core.spaces import obs_spec
-from rlkit.core.types import ActionKind, BatchPolicy
+from rlkit.core.types import ActionKind, BatchPolicy, Learner, UpdateReport
 from rlkit.core.validation import Validated, fail, integer, number
 from rlkit.envs.make import space_dims
 
@@ -87,6 +87,25 @@ class PriorityModel(Protocol):
     def td_errors(self, batch: Any) -> np.ndarray: ...
 
 
+class PrioritizedLearner(Learner, Protocol):
+    """What an Ape-X learner adds to a :class:`~rlkit.core.types.Learner`."""
+
+    def update_prioritized(self, batch: Any, importance_weights: np.ndarray
+                           ) -> tuple[UpdateReport, np.ndarray]:
+        """One update on the importance-weighted loss ``mean_i(w_i * loss_i)``.
+
+        Args:
+            batch: ``B`` transitions sampled with priorities (an ``NStepBatch`` in Ape-X).
+            importance_weights: ``(B,)`` the sampler's ``w_i``.
+
+        Returns:
+            ``(report, td_errors)``: the update's report, as floats, and ``(B,)`` float32
+            ``|delta_i|`` from the update's own forward pass, before its gradient step: the
+            transitions' new priorities.
+        """
+        ...
+
+
 class ApexAlgorithm(Protocol):
     """What the Ape-X roles need of an algorithm."""
 
@@ -109,7 +128,7 @@ class ApexAlgorithm(Protocol):
 
     def evaluation_policy(self, net: nn.Module) -> BatchPolicy: ...
 
-    def make_learner(self, env: gym.Env, device: torch.device) -> Any: ...
+    def make_learner(self, env: gym.Env, device: torch.device) -> PrioritizedLearner: ...
 
     def replay_action_dim(self, env: gym.Env) -> int | None: ...
 

@@ -136,16 +136,9 @@ class DDPGLearner:
 
     def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
                            ) -> tuple[DDPGReport, np.ndarray]:
-        """:meth:`update` with the critic loss ``mean_i(w_i * delta_i ** 2)``.
-
-        Args:
-            batch: ``B`` transitions sampled with priorities (an ``NStepBatch`` in Ape-X).
-            importance_weights: ``(B,)`` the sampler's ``w_i``.
-
-        Returns:
-            ``(the report as floats, td_errors)``: ``(B,)`` float32 ``|delta_i|`` from the critic
-            step's forward pass, before any gradient step (the new priorities).
-        """
+        """Ape-X's update (:class:`~rlkit.algos.apex.PrioritizedLearner`): :meth:`update` with
+        the critic loss ``mean_i(w_i * delta_i ** 2)``; the TD errors come from the critic
+        step's forward pass, before any gradient step."""
         weights = importance_weights_tensor(importance_weights, len(batch), self.device)
         report = self.update(batch, weights)
         return DDPGReport(*(float(v) for v in report)), self._td_errors.abs().cpu().numpy()

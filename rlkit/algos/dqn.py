@@ -177,17 +177,9 @@ class DQNLearner:
 
     def update_prioritized(self, batch: AnyBatch, importance_weights: np.ndarray
                            ) -> tuple[DQNReport, np.ndarray]:
-        """:meth:`update` on the importance-weighted loss ``mean_i(w_i * loss_i)``.
-
-        Args:
-            batch: ``B`` transitions sampled with priorities (an ``NStepBatch`` in Ape-X).
-            importance_weights: ``(B,)`` the sampler's ``w_i``.
-
-        Returns:
-            ``(report, td_errors)``: :meth:`update`'s report and ``(B,)`` float32
-            ``|target - Q(s, a)|`` from the same forward pass, before the gradient step (the
-            transitions' new priorities; :func:`dqn_td_errors` gives the same numbers).
-        """
+        """Ape-X's update (:class:`~rlkit.algos.apex.PrioritizedLearner`): :meth:`update` on
+        ``mean_i(w_i * loss_i)``; the TD errors are ``|target - Q(s, a)|``, the numbers
+        :func:`dqn_td_errors` gives."""
         weights = importance_weights_tensor(importance_weights, len(batch), self.device)
         return self.update(batch, weights), self._td_errors.abs().cpu().numpy()
 
