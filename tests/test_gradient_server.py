@@ -180,24 +180,26 @@ def test_killed_worker_is_replaced_and_non_finite_gradients_skipped(ray_cluster,
 @pytest.mark.parametrize("driver", [train_a3c_ray, train_a2c_ray])
 def test_an_interrupted_checkpoint_counts_only_the_gradients_applied(ray_cluster, tmp_path,
                                                                      monkeypatch, capsys, driver):
-    """A Ctrl-C at the 3rd gradient's loss report: its env steps are counted, its gradient not
-    yet sent to the server (A3C), or its round not complete (A2C). The checkpoint holds the
-    server's state, so it counts only the applied gradients' steps, and the message says the
-    count it saved. (Before the fix it counted the received ones: with 128-step gradients, 370
-    env steps for 2 A3C updates, 372 for 1 A2C round.)"""
-    from rlkit.core.metrics import History
+    """A Ctrl-C right after the 3rd gradient arrives: its env steps are counted, its gradient
+    not yet sent to the server (A3C), or its round not complete (A2C). The checkpoint holds the
+    server's state, so it counts only the applied gradients' steps and holds only their losses
+    and episodes, and the message says the count it saved. (Before the fix it counted the
+    received ones: with 128-step gradients, 370 env steps for 2 A3C updates, 372 for 1 A2C
+    round; and its history held the 3rd gradient's loss.)"""
+    from rlkit.distributed.a3c.driver import GradientServerRun
     from rlkit.train.checkpoint import load_checkpoint
 
     config = dataclasses.replace(SMALL, total_steps=100_000, eval_every=None)
-    original, calls = History.log_loss, [0]
+    original, calls = GradientServerRun.receive, [0]
 
     def stop(self, *args):
+        message = original(self, *args)
         calls[0] += 1
-        original(self, *args)
         if calls[0] == 3:
             raise KeyboardInterrupt
+        return message
 
-    monkeypatch.setattr(History, "log_loss", stop)
+    monkeypatch.setattr(GradientServerRun, "receive", stop)
     with pytest.raises(KeyboardInterrupt):
         driver(config, checkpoint_dir=tmp_path)
     monkeypatch.undo()
@@ -206,5 +208,8 @@ def test_an_interrupted_checkpoint_counts_only_the_gradients_applied(ray_cluster
     gradients = saved.updates * (config.num_workers if driver is train_a2c_ray else 1)
     assert 0 < saved.env_steps <= gradients * per_gradient
     assert saved.env_steps > (gradients - 1) * per_gradient
+    # the history is the applied gradients': one loss each, nothing logged past the count
+    assert len(saved.history.losses) == gradients
+    assert max(saved.history.loss_steps + saved.history.episode_steps) <= saved.env_steps
     assert f"interrupted at env step {saved.env_steps}; checkpoint saved" in capsys.readouterr().out
     assert wait_for_no_gradient_actors() == []

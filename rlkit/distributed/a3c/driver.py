@@ -126,6 +126,8 @@ class GradientServerRun(DriverRun):
         self.by_worker: dict[int, int] = {}
         self.weights_ref: Any = None  # the server's latest answer: (weights, version)
         self.unapplied_steps = 0  # counted, but their gradients not yet sent to the server
+        # (env step, seconds, episode returns, loss) of those gradients: logged once applied
+        self.unlogged: list[tuple[int, float, list[float], float]] = []
 
     def role_names(self) -> list[str]:
         return ["gradient server"] + [f"worker {i}" for i in range(self.num_workers)]
@@ -159,7 +161,8 @@ class GradientServerRun(DriverRun):
         raise NotImplementedError
 
     def receive(self, ref: Any, i: int) -> GradientMessage | None:
-        """Worker ``i``'s gradient message, counted; ``None`` after restarting a worker that
+        """Worker ``i``'s gradient message, counted (its episodes and loss are logged when the
+        server is sent the gradient: :meth:`applied`); ``None`` after restarting a worker that
         failed (a dead server is named as such, not blamed on the worker)."""
         from ray.exceptions import RayError
 
@@ -171,11 +174,20 @@ class GradientServerRun(DriverRun):
         self.env_steps += message.env_steps
         self.unapplied_steps += message.env_steps
         self.by_worker[i] = self.by_worker.get(i, 0) + 1
-        now = self.clock()
-        for ret in message.episode_returns:
-            self.history.log_episode(self.env_steps, now, ret)
-        self.history.log_loss(self.env_steps, message.loss)
+        self.unlogged.append((self.env_steps, self.clock(), list(message.episode_returns),
+                              message.loss))
         return message
+
+    def applied(self) -> None:
+        """The gradients received so far were sent to the server: their steps are behind its
+        state, and their episodes and losses go into the history. A checkpoint taken before
+        (a Ctrl-C mid-round) holds neither, as its server has not trained on them."""
+        # the counts first: a Ctrl-C inside the loop may cost the history a log, never a count
+        unlogged, self.unlogged, self.unapplied_steps = self.unlogged, [], 0
+        for env_steps, seconds, returns, loss in unlogged:
+            for ret in returns:
+                self.history.log_episode(env_steps, seconds, ret)
+            self.history.log_loss(env_steps, loss)
 
     def checkpoint_env_steps(self) -> int:
         """The env steps behind the server's state: the count, less the steps of gradients
@@ -228,7 +240,7 @@ class A3CRun(GradientServerRun):
         if self.receive(ref, i) is not None:
             # the reference, not the array: the gradient goes worker -> server directly
             self.weights_ref = self.supervisor["gradient server"].apply.remote(ref)
-            self.unapplied_steps = 0  # (the server applies its calls in order)
+            self.applied()  # (the server applies its calls in order)
             self.updates += 1
             self.maybe_save(self.updates)
             self.maybe_evaluate()
@@ -255,7 +267,8 @@ class A2CRun(GradientServerRun):
         if self.arrived:
             self.weights_ref = self.supervisor["gradient server"].apply_mean.remote(
                 *self.arrived)
-            self.arrived, self.unapplied_steps = [], 0
+            self.arrived = []
+            self.applied()
             self.updates += 1
             self.maybe_save(self.updates)
             self.maybe_evaluate()
