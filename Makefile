@@ -27,6 +27,10 @@ $(STAMP): requirements.txt pyproject.toml
 	@# original frame by frame. --no-deps: its Environment needs numpy alone (the pandas, scipy
 	@# and seaborn it lists serve plotting we do not use).
 	$(PY) -m pip install --quiet --no-deps minatar==1.0.15
+	@# ale-py (GPL-2.0, Atari ROMs in its wheel) is optional too: rlkit imports it only when an
+	@# Atari id ("Atari/Pong-v5") is built (rlkit/envs/atari.py), as gymnasium's [atari] extra
+	@# does; tests/test_atari.py and benchmarks/pong.py use it. Its one dependency is numpy.
+	$(PY) -m pip install --quiet --no-deps ale-py==0.12.1
 	touch $(STAMP)
 
 # JupyterLab refuses to run as root (containers often do) unless told; it listens on localhost only.

@@ -152,3 +152,29 @@ def test_dashboard_benchmark_counts_only_what_ray_default_adds():
     assert {"aiohttp", "opencensus", "py-spy"} <= set(cost["packages"])
     assert not {"numpy", "ray", "protobuf", "msgpack", "torch"} & set(cost["packages"])
     assert cost["count"] == len(cost["packages"]) and cost["megabytes"] > 1
+
+
+def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames():
+    """benchmarks/pong.py on hand-made results: agent steps become frames (x4), the first
+    evaluation at 18 is the one reported, a seed that never reached it is left out of the
+    medians."""
+    from types import SimpleNamespace
+
+    from benchmarks.pong import run_record, summarize
+    from rlkit.core.metrics import History
+
+    def result(returns):
+        h = History()
+        for k, r in enumerate(returns):
+            h.log_eval(200_000 * (k + 1), 600.0 * (k + 1), r, 0.0)
+        return SimpleNamespace(history=h, env_steps=200_000 * len(returns), updates=100,
+                               wall_seconds=600.0 * len(returns), learner_busy_seconds=50.0)
+
+    reached = run_record(result([-20.0, 18.5, 17.0, 20.0]), "cpu")
+    assert reached["steps_to_target"] == 400_000 and reached["minutes_to_target"] == 20.0
+    assert reached["frames_per_second"] == 4 * 200_000 / 600.0 and reached["best_eval"] == 20.0
+    never = run_record(result([-21.0, -5.0]), "cpu")
+    assert never["steps_to_target"] is None
+    summary = summarize({"0": reached, "1": never}, workers=15, cpus=16.0, total_steps=10**7)
+    assert summary["reached"] == 1 and summary["median_frames_to_target"] == 1_600_000
+    assert summary["median_minutes_to_target"] == 20.0

@@ -331,3 +331,10 @@ BREAKOUT_MINATAR = PPOConfig(env_id="rlkit/BreakoutMinAtar-v0", num_workers=2, e
 BREAKOUT_MINATAR_APPO = dataclasses.replace(
     BREAKOUT_MINATAR, synchronous=False, use_vtrace=True,
     gae_lambda=next(f.default for f in dataclasses.fields(PPOConfig) if f.name == "gae_lambda"))
+#: APPO on Atari Pong from 84x84 stacks (``benchmarks/pong.py``, target 18): the Nature conv net,
+#: fragments of 128 steps of 8 envs, PPO's Atari settings (clip 0.1, lr 2.5e-4, 4 epochs).
+PONG_APPO = PPOConfig(env_id="Atari/Pong-v5", synchronous=False, use_vtrace=True, num_workers=2,
+                      envs_per_worker=8, unroll_length=128, batch_fragments=2, queue_size=4,
+                      epochs=4, minibatch_size=256, learning_rate=2.5e-4, gamma=0.99, clip=0.1,
+                      entropy_coef=0.01, hidden=(512,), total_steps=10_000_000,
+                      eval_every=200_000, eval_episodes=10, target_return=18.0)
