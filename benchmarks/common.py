@@ -49,6 +49,15 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
+def save_seed(name: str, seed: int, runs: dict[str, dict[str, Any]], **data: Any) -> Path:
+    """After each seed of a long benchmark: print that seed's record (its curves left out) and
+    write ``runs`` so far with ``data`` (its summary, config...): a run of tens of minutes a
+    seed keeps what it finished."""
+    print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
+          flush=True)
+    return write_result(name, {**data, "runs": runs})
+
+
 def solve_summary(runs: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per run kind, over its seeds (``runs[kind][seed]`` with ``solved``, ``steps_to_solve``,
     ``seconds_to_solve``): how many solved, the medians and ranges, and ms per env step."""

@@ -16,7 +16,7 @@ import os
 import statistics
 import time
 
-from benchmarks.common import benchmark_parser, write_result
+from benchmarks.common import benchmark_parser, save_seed
 from rlkit.algos.sac import LUNAR_LANDER
 from rlkit.core.common import config_dict
 
@@ -75,11 +75,9 @@ def main() -> None:
                 "learner_updates_per_second": r.updates / max(r.learner_busy_seconds, 1e-9),
                 "device": r.device, "seconds_in_all": time.perf_counter() - begin,
                 "eval_steps": history.eval_steps, "eval_returns": history.eval_returns}
-            print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
-                  flush=True)
-            # written after every seed: a run of tens of minutes a seed keeps what it finished
-            write_result(args.name, {"summary": summarize(runs, workers, cpus, args.total_steps),
-                                     "config": config_dict(LUNAR_LANDER), "runs": runs})
+            save_seed(args.name, seed, runs,
+                      summary=summarize(runs, workers, cpus, args.total_steps),
+                      config=config_dict(LUNAR_LANDER))
     finally:
         ray.shutdown()
 

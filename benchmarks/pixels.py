@@ -17,7 +17,7 @@ import os
 import statistics
 import time
 
-from benchmarks.common import benchmark_parser, write_result
+from benchmarks.common import benchmark_parser, save_seed
 from rlkit.algos.dqn import BREAKOUT_MINATAR
 from rlkit.core.common import config_dict
 
@@ -118,11 +118,8 @@ def main() -> None:
             "seconds_in_all": time.perf_counter() - begin,
             "eval_steps": h.eval_steps, "eval_seconds": h.eval_seconds,
             "eval_returns": h.eval_returns}
-        print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
-              flush=True)
-        write_result(args.name, {"summary": summarize(runs, args.total_steps),
-                                 "config": config_dict(BREAKOUT_MINATAR), "runs": runs,
-                                 "replay_memory": memory})
+        save_seed(args.name, seed, runs, summary=summarize(runs, args.total_steps),
+                  config=config_dict(BREAKOUT_MINATAR), replay_memory=memory)
 
 
 def summarize(runs: dict, total_steps: int) -> dict:

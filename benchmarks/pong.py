@@ -20,7 +20,7 @@ import os
 import statistics
 import time
 
-from benchmarks.common import benchmark_parser, write_result
+from benchmarks.common import benchmark_parser, save_seed
 from rlkit.algos.ppo import PONG_APPO
 from rlkit.core.common import config_dict
 
@@ -81,10 +81,9 @@ def main() -> None:
             result = train_appo_ray(config, progress=bool(os.isatty(1)))
             runs[str(seed)] = {**run_record(result, "cpu"),
                                "seconds_in_all": time.perf_counter() - begin}
-            print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
-                  flush=True)
-            write_result(args.name, {"summary": summarize(runs, workers, cpus, args.total_steps),
-                                     "config": config_dict(PONG_APPO), "runs": runs})
+            save_seed(args.name, seed, runs,
+                      summary=summarize(runs, workers, cpus, args.total_steps),
+                      config=config_dict(PONG_APPO))
     finally:
         ray.shutdown()
 
