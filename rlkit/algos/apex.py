@@ -99,7 +99,7 @@ class PrioritizedLearner(Learner, Protocol):
             importance_weights: ``(B,)`` the sampler's ``w_i``.
 
         Returns:
-            ``(report, td_errors)``: the update's report, as floats, and ``(B,)`` float32
+            ``(report, td_errors)``: the update's report and ``(B,)`` float32
             ``|delta_i|`` from the update's own forward pass, before its gradient step: the
             transitions' new priorities.
         """
