@@ -79,6 +79,7 @@ def main() -> None:
                                          eval_every=args.eval_every, target_return=TARGET)
             begin = time.perf_counter()
             result = train_appo_ray(config, progress=bool(os.isatty(1)))
+            # the IMPALA/APPO learner has no GPU path: it trains on the CPU on any machine
             runs[str(seed)] = {**run_record(result, "cpu"),
                                "seconds_in_all": time.perf_counter() - begin}
             save_seed(args.name, seed, runs,

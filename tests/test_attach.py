@@ -24,19 +24,13 @@ import psutil
 import pytest
 
 from rlkit.distributed.runtime import cluster
-from rlkit.distributed.runtime.cluster import ATTACH_TIMEOUT_S, init_ray
+from rlkit.distributed.runtime.cluster import ATTACH_TIMEOUT_S, free_local_port, init_ray
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Slack on top of a deadline for a loaded 2-core machine.
 MARGIN_S = 2.0
 #: The variables that decide how a process authenticates to Ray; the tests set them.
 AUTH_VARS = ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -59,7 +53,7 @@ def _init_ray_raises(monkeypatch, address: str, error: type[Exception]) -> tuple
 @pytest.mark.parametrize("scheme", ["", "ray://"])
 def test_an_address_where_nothing_listens_fails_at_once_naming_ray_address(
         monkeypatch, no_ray_session, scheme):
-    address = f"{scheme}127.0.0.1:{_free_port()}"
+    address = f"{scheme}127.0.0.1:{free_local_port()}"
     message, elapsed = _init_ray_raises(monkeypatch, address, ConnectionError)
     assert elapsed < ATTACH_TIMEOUT_S + MARGIN_S
     assert f"RAY_ADDRESS={address!r}" in message
@@ -199,7 +193,7 @@ def token_head():
     process group and with its own RAY_TMPDIR; afterwards none of its processes is left."""
     pytest.importorskip("ray")
     tmpdir = tempfile.mkdtemp(prefix="rka", dir="/tmp")  # short: Ray's socket paths
-    token, port = secrets.token_hex(32), _free_port()
+    token, port = secrets.token_hex(32), free_local_port()
     ray_cli = str(Path(sys.executable).parent / "ray")
     with open(Path(tmpdir) / "head.log", "w") as log:  # the head keeps its own copy
         head = subprocess.Popen(

@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from rlkit.distributed.runtime.dashboard import (DashboardAnswer, ask_dashboard, auth_token,
-                                                 free_local_port)
+from rlkit.distributed.runtime.cluster import free_local_port
+from rlkit.distributed.runtime.dashboard import DashboardAnswer, ask_dashboard, auth_token
 
 
 class _TokenChecking(BaseHTTPRequestHandler):

@@ -32,7 +32,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,8 @@ import psutil
 import pytest
 
 from conftest import RAY_CORE_CELL
+
+from rlkit.distributed.runtime.cluster import free_local_port
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -161,12 +162,6 @@ SNAPSHOT_JS = r"""() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _ray_processes(procs: list[psutil.Process]) -> list[str]:
     """Command lines of the Ray processes (raylet, GCS, ``ray::`` workers) among ``procs``."""
     found = []
@@ -185,7 +180,7 @@ class Lab:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.port, self.token = _free_port(), secrets.token_urlsafe(24)
+        self.port, self.token = free_local_port(), secrets.token_urlsafe(24)
         self.url = f"http://127.0.0.1:{self.port}"
         self.descendants: dict[int, psutil.Process] = {}
         env = dict(os.environ)

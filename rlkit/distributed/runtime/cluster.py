@@ -243,6 +243,13 @@ def require_ray() -> dict[str, float]:
     return ray.cluster_resources()
 
 
+def free_local_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (as the kernel hands one out)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def token_path() -> Path:
     """Where Ray keeps this machine's token: ``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``."""
     return Path(os.environ.get("RAY_AUTH_TOKEN_PATH", Path.home() / ".ray" / "auth_token"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -32,13 +31,6 @@ class DashboardAnswer:
 
     def json(self) -> Any:
         return json.loads(self.body)
-
-
-def free_local_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (as the kernel hands one out)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def auth_token() -> str | None:
