@@ -1,23 +1,28 @@
 """APPO on Atari Pong from pixels: frames and minutes to a greedy mean of 18, per seed.
 
 The settings are :data:`rlkit.algos.ppo.PONG_APPO` (``Atari/Pong-v5``: ALE v5, 4 stacked 84x84
-grey frames, the Nature conv net). Workers fill the machine (its CPUs minus the learner's); a
+grey frames, the Nature conv net). Workers fill the machine (its CPUs minus the learner's); the
+learner trains on the GPU when the machine has one (``learner_gpus=1``), else on the CPU; a
 greedy evaluation of 10 episodes every 200,000 agent steps; one agent step is 4 emulator
-frames. Hours on a 2-core CPU: this is the run for a machine with many cores, and it states
-where its learner ran (the IMPALA/APPO learner trains on the CPU here, GPU or not). Not part of
+frames. Hours on a 2-core CPU: this is the run for a machine with many cores and a GPU.
+``--minutes M`` stops a seed after M minutes of its run, as a Ctrl-C would (the run saves a
+checkpoint then, and every 10 updates; the record is read from the last one, marked
+``stopped_at_minutes``), so a lease of fixed length still returns its curve. Not part of
 ``make bench``. ``--seeds 0 --total-steps 2048 --eval-every 1024`` checks the harness: 143 s
 on the 2-core VM (8,186 agent steps, 252 frames/s, an update every 26 s of the learner's time:
 the conv learner on 2 CPU cores is the bottleneck). Writes ``benchmarks/results/pong.json``
 (``--name``), after every seed.
 
-    python -m benchmarks.pong [--seeds 0,1,2] [--workers N] [--total-steps 10000000]
+    python -m benchmarks.pong [--seeds 0,1,2] [--workers N] [--total-steps N] [--minutes M]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import statistics
+import tempfile
 import time
 
 from benchmarks.common import benchmark_parser, save_seed
@@ -39,21 +44,71 @@ def summarize(runs: dict, workers: int, cpus: float, total_steps: int) -> dict:
                 FRAMESKIP * v["steps_to_target"] for v in reached) if reached else None,
             "median_minutes_to_target": statistics.median(
                 v["minutes_to_target"] for v in reached) if reached else None,
-            "median_frames_per_second": statistics.median(
-                v["frames_per_second"] for v in runs.values()) if runs else None}
+            "median_frames_per_second": statistics.median(rates) if (rates := [
+                v["frames_per_second"] for v in runs.values()
+                if v["frames_per_second"] is not None]) else None}
 
 
-def run_record(result, learner_device: str) -> dict:
-    """What one seed's run reports: the first evaluation at :data:`TARGET`, its rates."""
-    h = result.history
+def curve_record(h, env_steps: int, wall_seconds: float) -> dict:
+    """The first evaluation at :data:`TARGET` in a history, the best, the frame rate."""
     first = next((i for i, r in enumerate(h.eval_returns) if r >= TARGET), None)
     return {"steps_to_target": h.eval_steps[first] if first is not None else None,
             "minutes_to_target": h.eval_seconds[first] / 60 if first is not None else None,
-            "best_eval": max(h.eval_returns, default=None), "env_steps": result.env_steps,
-            "frames_per_second": FRAMESKIP * result.env_steps / result.wall_seconds,
+            "best_eval": max(h.eval_returns, default=None), "env_steps": env_steps,
+            "frames_per_second": FRAMESKIP * env_steps / wall_seconds,
+            "wall_seconds": wall_seconds, "eval_steps": h.eval_steps,
+            "eval_returns": h.eval_returns}
+
+
+def run_record(result) -> dict:
+    """What one seed's finished run reports: its curve, its learner's rate and device."""
+    return {**curve_record(result.history, result.env_steps, result.wall_seconds),
             "updates_per_second": result.updates / max(result.learner_busy_seconds, 1e-9),
-            "wall_seconds": result.wall_seconds, "learner_device": learner_device,
-            "eval_steps": h.eval_steps, "eval_returns": h.eval_returns}
+            "learner_device": result.device}
+
+
+def stopped_record(checkpoint_dir: str, config, minutes: float) -> dict:
+    """What a seed stopped by ``--minutes`` reports, read from the last checkpoint (the one its
+    Ctrl-C wrote, or failing that the last periodic one): the history and counts up to then."""
+    from rlkit.train.checkpoint import load_checkpoint
+
+    try:
+        saved = load_checkpoint(checkpoint_dir, config.algorithm, config)
+    except FileNotFoundError as error:  # stopped before any checkpoint: nothing to report
+        return {"stopped_at_minutes": minutes, "steps_to_target": None,
+                "frames_per_second": None, "error": str(error)}
+    return {**curve_record(saved.history, saved.env_steps, saved.wall_seconds),
+            "stopped_at_minutes": minutes}
+
+
+def interrupt_after(minutes: float | None) -> None:
+    """Deliver a Ctrl-C (``SIGINT``) after ``minutes`` (``None``: never)."""
+    if minutes is not None:
+        signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))
+        signal.setitimer(signal.ITIMER_REAL, 60 * minutes)
+
+
+def readme_lines(data: dict) -> list[str]:
+    """The README's block for a ``pong*.json``: per seed, frames/s, how far it got, and when it
+    reached :data:`TARGET` (or that ``--minutes`` stopped it first)."""
+    s, m = data["summary"], data["machine"]
+    lines = [f"**APPO on Atari Pong from pixels** (`python -m benchmarks.pong`: {m['cpu']}, "
+             f"{m['logical_cores']} logical cores, GPU: {m.get('gpu') or 'none'}; "
+             f"{s['workers']} workers; greedy mean of 10 episodes; target {s['target']:g})", "",
+             "| seed | learner | agent steps | emulator frames/s | best greedy eval | "
+             "minutes to target | stopped at |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for seed, r in data["runs"].items():
+        if r.get("frames_per_second") is None:
+            lines.append(f"| {seed} | {r['learner_device']} | - | - | - | - | "
+                         f"{r['stopped_at_minutes']:.1f} min, before its first checkpoint |")
+            continue
+        to_target = f"{r['minutes_to_target']:.1f}" if r["minutes_to_target"] else "not reached"
+        stopped = (f"{r['stopped_at_minutes']:.1f} min (`--minutes`)"
+                   if "stopped_at_minutes" in r else "budget or target")
+        lines.append(f"| {seed} | {r['learner_device']} | {r['env_steps']:,} | "
+                     f"{r['frames_per_second']:,.0f} | {r['best_eval']:g} | {to_target} | "
+                     f"{stopped} |")
+    return lines + [""]
 
 
 def main() -> None:
@@ -62,6 +117,8 @@ def main() -> None:
                         help="rollout workers (default: the cluster's CPUs minus the learner's)")
     parser.add_argument("--total-steps", type=int, default=PONG_APPO.total_steps)
     parser.add_argument("--eval-every", type=int, default=PONG_APPO.eval_every)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop each seed after this many minutes (a Ctrl-C; see above)")
     parser.add_argument("--name", default="pong", help="results/<name>.json")
     args = parser.parse_args()
 
@@ -69,7 +126,8 @@ def main() -> None:
 
     from rlkit.distributed import init_ray, train_appo_ray
 
-    cpus = init_ray()["CPU"]
+    resources = init_ray()
+    cpus, gpus = resources["CPU"], resources.get("GPU", 0)
     workers = args.workers or max(1, int(cpus) - 1)
     runs = {}
     try:
@@ -78,10 +136,21 @@ def main() -> None:
                                          total_steps=args.total_steps,
                                          eval_every=args.eval_every, target_return=TARGET)
             begin = time.perf_counter()
-            result = train_appo_ray(config, progress=bool(os.isatty(1)))
-            # the IMPALA/APPO learner has no GPU path: it trains on the CPU on any machine
-            runs[str(seed)] = {**run_record(result, "cpu"),
-                               "seconds_in_all": time.perf_counter() - begin}
+            with tempfile.TemporaryDirectory() as folder:
+                try:
+                    interrupt_after(args.minutes)
+                    result = train_appo_ray(config, progress=bool(os.isatty(1)),
+                                            learner_gpus=1 if gpus >= 1 else 0,
+                                            checkpoint_dir=folder, checkpoint_every=10)
+                    record = run_record(result)
+                except KeyboardInterrupt:
+                    if args.minutes is None:
+                        raise
+                    record = {**stopped_record(folder, config, args.minutes),
+                              "learner_device": "cuda" if gpus >= 1 else "cpu"}
+                finally:
+                    interrupt_after(0)  # (0 cancels a timer still running)
+            runs[str(seed)] = {**record, "seconds_in_all": time.perf_counter() - begin}
             save_seed(args.name, seed, runs,
                       summary=summarize(runs, workers, cpus, args.total_steps),
                       config=config_dict(PONG_APPO))

@@ -16,7 +16,9 @@ import json
 from pathlib import Path
 
 from benchmarks.lunar import readme_lines as lunar_lines
+from benchmarks.learner import readme_lines as learner_lines
 from benchmarks.pixels import readme_lines as pixels_lines
+from benchmarks.pong import readme_lines as pong_lines
 from benchmarks.ppo import readme_lines as ppo_lines
 from benchmarks.ppo_ablation import readme_lines as ppo_ablation_lines
 
@@ -52,7 +54,6 @@ def render(results: Path, timing: dict) -> str:
     bench = ROOT / "benchmarks" / "results"
     tts = _load(bench / "time_to_solve.json")
     rollout = _load(bench / "rollout.json")
-    learner = _load(bench / "learner.json")
     sync = _load(bench / "weight_sync.json")
     lines = ["| notebook | what you learn | runtime (2-core CPU) | headline result |",
              "| --- | --- | --- | --- |"]
@@ -225,7 +226,8 @@ def render(results: Path, timing: dict) -> str:
                        f"{s['range_seconds_to_solve'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
         out += [""]
     for name, lines in (("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
-                        ("lunar", lunar_lines), ("pixels", pixels_lines)):
+                        ("lunar", lunar_lines), ("pixels", pixels_lines),
+                        ("pong_h100", pong_lines)):
         data = _load(bench / f"{name}.json")  # each benchmark renders its own block
         if data:
             out += lines(data)
@@ -308,12 +310,10 @@ def render(results: Path, timing: dict) -> str:
                     f"{t['a3c_consumption_steps_per_second']:,.0f} env steps/s; one gradient "
                     f"worker's rollout loop alone runs at {t['ceiling_steps_per_second']:,.0f}."]
         out.append("")
-    if learner:
-        out += ["**`make bench` learner alone** (updates/s):", "", "| learner | device | updates/s |",
-                "| --- | --- | --- |"]
-        out += [f"| {name} | {dev} | {v:,.0f} |"
-                for name, by in learner["updates_per_second"].items() for dev, v in by.items()]
-        out += [""]
+    for name in ("learner", "learner_h100"):  # make bench's, and a lent GPU machine's
+        data = _load(bench / f"{name}.json")
+        if data:
+            out += learner_lines(data)
     if sync:
         out += ["**`make bench` weight sync** (median ms). *As training pays it*: publish = the "
                 "learner's `get_weights` + sending the server the weights (by value up to 0.9 MiB "

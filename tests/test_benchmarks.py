@@ -154,7 +154,7 @@ def test_dashboard_benchmark_counts_only_what_ray_default_adds():
     assert cost["count"] == len(cost["packages"]) and cost["megabytes"] > 1
 
 
-def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames():
+def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames(tmp_path):
     """benchmarks/pong.py on hand-made results: agent steps become frames (x4), the first
     evaluation at 18 is the one reported, a seed that never reached it is left out of the
     medians."""
@@ -168,13 +168,22 @@ def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames():
         for k, r in enumerate(returns):
             h.log_eval(200_000 * (k + 1), 600.0 * (k + 1), r, 0.0)
         return SimpleNamespace(history=h, env_steps=200_000 * len(returns), updates=100,
-                               wall_seconds=600.0 * len(returns), learner_busy_seconds=50.0)
+                               wall_seconds=600.0 * len(returns), learner_busy_seconds=50.0,
+                               device="cpu")
 
-    reached = run_record(result([-20.0, 18.5, 17.0, 20.0]), "cpu")
+    reached = run_record(result([-20.0, 18.5, 17.0, 20.0]))
     assert reached["steps_to_target"] == 400_000 and reached["minutes_to_target"] == 20.0
     assert reached["frames_per_second"] == 4 * 200_000 / 600.0 and reached["best_eval"] == 20.0
-    never = run_record(result([-21.0, -5.0]), "cpu")
+    never = run_record(result([-21.0, -5.0]))
     assert never["steps_to_target"] is None
     summary = summarize({"0": reached, "1": never}, workers=15, cpus=16.0, total_steps=10**7)
     assert summary["reached"] == 1 and summary["median_frames_to_target"] == 1_600_000
     assert summary["median_minutes_to_target"] == 20.0
+    # a seed stopped by --minutes before its first checkpoint reports that, and no rate
+    from benchmarks.pong import stopped_record
+    from rlkit.algos.ppo import PONG_APPO
+
+    stopped = stopped_record(str(tmp_path), PONG_APPO, 0.5)
+    assert stopped["stopped_at_minutes"] == 0.5 and "no checkpoint file" in stopped["error"]
+    summary = summarize({"0": reached, "1": stopped}, workers=15, cpus=16.0, total_steps=10**7)
+    assert summary["seeds"] == 2 and summary["median_frames_per_second"] == 4 * 200_000 / 600

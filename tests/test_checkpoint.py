@@ -203,6 +203,24 @@ def test_an_optimizer_keeps_its_own_runtime_flags_when_loading_a_checkpoint():
     assert saved["param_groups"][0]["foreach"] is True  # the checkpoint is left untouched
 
 
+def test_loading_a_live_optimizers_state_copies_it_instead_of_sharing_it():
+    # torch keeps a tensor of the right device and dtype as it is: without the copy, the two
+    # optimisers would share their moments, and each step of one would move the other
+    from rlkit.core.networks import load_optimizer_state
+
+    nets = [torch.nn.Linear(3, 2) for _ in range(2)]
+    source, loaded = (torch.optim.Adam(n.parameters(), lr=1e-3) for n in nets)
+    nets[0](torch.ones(4, 3)).sum().backward()
+    source.step()
+    load_optimizer_state(loaded, source.state_dict())
+    before = {k: v.clone() for k, v in source.state[nets[0].weight].items()}
+    nets[1](torch.ones(4, 3)).sum().backward()
+    loaded.step()
+    for key, value in source.state[nets[0].weight].items():
+        torch.testing.assert_close(value, before[key])  # the source did not move
+    assert not torch.equal(loaded.state[nets[1].weight]["exp_avg"], before["exp_avg"])
+
+
 def test_a_sampling_stream_saved_on_another_device_kind_is_reseeded():
     rng = np.random.default_rng(0)
     buffer = TensorReplayBuffer(64, 3, 1, "cpu")

@@ -174,6 +174,7 @@ def test_dqn_update_on_the_cpu_returns_floats():
     assert all(isinstance(v, float) for v in metrics)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_dqn_update_on_cuda_keeps_metrics_on_the_device_and_matches_the_cpu():
     cfg = DQNConfig(hidden=(32, 32))
@@ -189,6 +190,7 @@ def test_dqn_update_on_cuda_keeps_metrics_on_the_device_and_matches_the_cpu():
         torch.testing.assert_close(a, b.cpu(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_nan_loss_on_cuda_is_caught_once_per_batch_of_updates():
     from rlkit.algos.dqn import DQNSpec

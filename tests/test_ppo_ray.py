@@ -24,6 +24,15 @@ def test_the_wrong_driver_or_config_is_refused_before_anything_starts():
         train_ppo_ray(IMPALAConfig())
     with pytest.raises(TypeError, match="num_lerners.*num_learners"):
         train_appo_ray(APPO, num_lerners=2)
+    with pytest.raises(ValueError, match=r"learner_gpus=-1.*>= 0"):
+        train_appo_ray(APPO, learner_gpus=-1)
+
+
+@pytest.mark.ray
+def test_a_gpu_learner_on_a_cluster_without_one_is_refused_before_any_actor_starts(ray_cluster):
+    with pytest.raises(ValueError, match=r"learner_gpus=1 but no node has that many GPUs.*Fix"):
+        train_appo_ray(APPO, learner_gpus=1)
+    wait_until_no_actors()
 
 
 @pytest.mark.ray

@@ -12,7 +12,9 @@ from rlkit.algos.sac_graph import SACGraphUpdate
 from rlkit.core.types import Batch, TensorBatch
 from rlkit.replay.buffers import TensorReplayBuffer
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def cuda(test):  # marked gpu (``pytest -m gpu`` runs every CUDA test), skipped without CUDA
+    return pytest.mark.gpu(pytest.mark.skipif(not torch.cuda.is_available(),
+                                              reason="needs CUDA")(test))
 LOW, HIGH = np.array([-2.0]), np.array([2.0])
 
 

@@ -132,9 +132,11 @@ class IMPALAConfig(Validated):
         observation, :func:`rlkit.core.networks.encoded_mlp`)."""
         return True
 
-    def make_learner(self, obs_dim: int | ObsSpec, n_actions: int) -> VTraceLearner:
-        """The learner of what this config trains; it takes ``update(fragments)``."""
-        return VTraceLearner(obs_dim, n_actions, self)
+    def make_learner(self, obs_dim: int | ObsSpec, n_actions: int,
+                     device: str | torch.device = "cpu") -> VTraceLearner:
+        """The learner of what this config trains, on ``device``; it takes
+        ``update(fragments)``."""
+        return VTraceLearner(obs_dim, n_actions, self, device)
 
     @property
     def minibatches(self) -> int:
@@ -144,8 +146,10 @@ class IMPALAConfig(Validated):
         return -(-self.batch_fragments * self.envs_per_worker // self.minibatch_envs)
 
 
-def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
-    """``B`` fragments of ``(T, N)`` steps -> tensors of ``(T, B*N)`` (side by side).
+def stack_fragments(fragments: Sequence[Fragment], device: str | torch.device = "cpu"
+                    ) -> dict[str, torch.Tensor]:
+    """``B`` fragments of ``(T, N)`` steps -> tensors of ``(T, B*N)`` (side by side), on
+    ``device`` (frames cross to a GPU as uint8, a quarter of float32's bytes).
 
     Keys: ``obs``/``next_obs`` ``(T, B*N, *obs_shape)`` (frames stay uint8), ``actions``,
     ``rewards``, ``terminations``, ``truncations``, ``log_probs`` (behaviour) and ``resets``
@@ -159,8 +163,8 @@ def stack_fragments(fragments: Sequence[Fragment]) -> dict[str, torch.Tensor]:
                          f"give every actor the same unroll_length.")
     names = ("obs", "actions", "rewards", "terminations", "truncations", "next_obs",
              "log_probs", "resets")
-    return {n: torch.as_tensor(np.concatenate([getattr(f, n) for f in fragments], axis=1))
-            for n in names}
+    return {n: torch.as_tensor(np.concatenate([getattr(f, n) for f in fragments], axis=1)
+                               ).to(device) for n in names}
 
 
 @torch.no_grad()
@@ -168,7 +172,7 @@ def next_state_values(net: ActorCritic, batch: dict[str, torch.Tensor]) -> torch
     """``(T, M)`` ``V(next_obs)`` where a return needs it: after the last row (the bootstrap
     value) and where a time limit truncated the episode (its real final observation); 0
     elsewhere, where the next row's value serves."""
-    next_values = torch.zeros(batch["rewards"].shape)
+    next_values = torch.zeros(batch["rewards"].shape, device=batch["rewards"].device)
     rows = batch["truncations"] > 0
     rows[-1] = True
     next_values[rows] = net.critic(batch["next_obs"][rows]).squeeze(-1)
@@ -236,12 +240,14 @@ class VTraceLearner(ActorCriticState):
     (``config.minibatches`` SGD steps).
 
     ``updates`` is also the policy *version*: the weights after ``k`` updates are version ``k``.
+    On a GPU (``device="cuda"``) the batch is copied there once per update, frames as uint8.
     """
 
-    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: IMPALAConfig) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: IMPALAConfig,
+                 device: str | torch.device = "cpu") -> None:
         torch.manual_seed(config.seed)
-        self.config = config
-        self.net = ActorCritic(obs_dim, n_actions, config.hidden)
+        self.config, self.device = config, torch.device(device)
+        self.net = ActorCritic(obs_dim, n_actions, config.hidden).to(self.device)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
         self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
@@ -253,7 +259,7 @@ class VTraceLearner(ActorCriticState):
         fragments).
         From the second step on the network has moved since the targets' data was acted, and
         V-trace's ratios account for it as for any lag. Returns the steps' mean report."""
-        batch = stack_fragments(fragments)
+        batch = stack_fragments(fragments, self.device)
         steps = self.config.minibatches
         if batch["actions"].shape[1] < steps:
             raise ValueError(f"an update of {batch['actions'].shape[1]} env columns cannot be "

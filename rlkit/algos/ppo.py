@@ -110,8 +110,9 @@ class PPOConfig(IMPALAConfig):
         (Gaussian head)."""
         return action_kind_of(self.env_id)
 
-    def make_learner(self, obs_dim: int | ObsSpec, n_actions: int) -> PPOLearner:
-        return PPOLearner(obs_dim, n_actions, self)
+    def make_learner(self, obs_dim: int | ObsSpec, n_actions: int,
+                     device: str | torch.device = "cpu") -> PPOLearner:
+        return PPOLearner(obs_dim, n_actions, self, device)
 
     @property
     def steps_per_batch(self) -> int:
@@ -215,11 +216,12 @@ class PPOLearner(ActorCriticState):
     version ``k``); ``sgd_steps`` counts optimiser steps (``epochs * config.minibatches``).
     """
 
-    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: PPOConfig) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, config: PPOConfig,
+                 device: str | torch.device = "cpu") -> None:
         torch.manual_seed(config.seed)
-        self.config = config
+        self.config, self.device = config, torch.device(device)
         self.net = make_actor_critic(obs_dim, n_actions, config.hidden,
-                                     action_kind_of(config.env_id))
+                                     action_kind_of(config.env_id)).to(self.device)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
         self.sgd_steps = 0
@@ -255,12 +257,11 @@ class PPOLearner(ActorCriticState):
                          final[-1], cfg.gamma * (1.0 - batch["terminations"]), cfg.rho_bar,
                          cfg.c_bar, batch["truncations"], final)
             return out.vs, out.advantages
-        returns, adv = nstep_advantages(
-            batch["rewards"].numpy(), values.numpy(), batch["terminations"].numpy(),
-            batch["truncations"].numpy(), final.numpy(), final[-1].numpy(), cfg.gamma,
-            cfg.gae_lambda)
-        return (torch.as_tensor(returns, dtype=torch.float32),
-                torch.as_tensor(adv, dtype=torch.float32))
+        host = [x.cpu().numpy() for x in (batch["rewards"], values, batch["terminations"],
+                                          batch["truncations"], final)]  # GAE runs on the host
+        returns, adv = nstep_advantages(*host, host[-1][-1], cfg.gamma, cfg.gae_lambda)
+        return (torch.as_tensor(returns, dtype=torch.float32, device=self.device),
+                torch.as_tensor(adv, dtype=torch.float32, device=self.device))
 
     def update(self, fragments: Sequence[Fragment]) -> PPOReport:
         """``epochs`` passes of shuffled minibatch SGD over the real steps of ``fragments``
@@ -271,7 +272,7 @@ class PPOLearner(ActorCriticState):
             their ``loss``, and :func:`policy_shift` of the whole batch after the last epoch.
         """
         cfg = self.config
-        batch = stack_fragments(fragments)
+        batch = stack_fragments(fragments, self.device)
         returns, adv = self.targets(batch)
         real = ~batch["resets"]
         obs, actions = batch["obs"][real], batch["actions"][real]

@@ -104,10 +104,24 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]
     places the step counters by those flags. A checkpoint written by a CPU run must be able to
     resume into a CUDA-graph learner (whose Adam has to stay ``capturable``), and the reverse,
     so the flags of the optimiser being loaded win.
+
+    The state's tensors are copied: torch keeps a tensor already of the right device and dtype
+    as it is, so loading a live optimiser's ``state_dict()`` would otherwise share its moments
+    and step counts, and every step of one would move the other (seen on an H100: a CUDA-graph
+    SAC learner loaded from an eager one diverged from it).
     """
     groups = [{**saved, **{k: own[k] for k in RUNTIME_FLAGS if k in own}}
               for saved, own in zip(state["param_groups"], optimizer.param_groups, strict=True)]
-    optimizer.load_state_dict({**state, "param_groups": groups})
+    moments = {i: {k: v.clone() if torch.is_tensor(v) else v for k, v in values.items()}
+               for i, values in state["state"].items()}
+    optimizer.load_state_dict({**state, "state": moments, "param_groups": groups})
+
+
+def device_label(device: torch.device) -> str:
+    """Where a learner runs, as results report it: ``"cpu"`` or ``"cuda: NVIDIA H100 ..."``."""
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    return device.type
 
 
 def module_weights(module: nn.Module) -> dict[str, np.ndarray]:

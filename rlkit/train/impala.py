@@ -56,6 +56,7 @@ class IMPALAResult(RunResult):
             ``approx_kl`` and ``clip_fraction`` among them; a learner group's averaged over its
             ranks; on Ray, the updates of this run, not restored by a resume).
         checkpoint: The last checkpoint written, or ``None``.
+        device: Where the learner ran, e.g. ``"cpu"`` or ``"cuda: NVIDIA H100 ..."``.
     """
 
     policy_lags: list[int] = field(default_factory=list)
@@ -66,6 +67,7 @@ class IMPALAResult(RunResult):
     eval_seconds: float = 0.0
     diagnostics: dict[str, list[float]] = field(default_factory=dict)
     checkpoint: Path | None = None
+    device: str = "cpu"
 
     @property
     def mean_policy_lag(self) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from rlkit.algos.ppo import PPOConfig
 from rlkit.core.common import evaluation_due
 from rlkit.core.spaces import obs_spec
 from rlkit.core.types import Weights
-from rlkit.core.validation import build, fail, require_instance
+from rlkit.core.validation import build, fail, number, require_instance
 from rlkit.distributed.impala.roles import (IMPALAWorker, IMPALALearner, IMPALALearnerReport,
                                             FragmentQueue)
 from rlkit.distributed.runtime.driver import DriverRun
@@ -39,6 +40,20 @@ UPDATES_PER_CALL = 4  # learner updates per remote call
 LEARNER_CALLS = 2  # learner calls kept in flight (the next waits while one runs)
 
 
+@dataclass(frozen=True)
+class IMPALAOptions(RunOptions):
+    """How an IMPALA, PPO or APPO run runs: every driver's options
+    (:class:`~rlkit.distributed.runtime.options.RunOptions`) plus where its learner trains.
+
+    Attributes:
+        learner_gpus: GPUs each learner rank asks for: 0 trains on the CPU (an MLP on a vector
+            task gains nothing from a GPU); 1 puts the network and each batch on a GPU, the
+            choice for a conv net on frames (``python -m benchmarks.learner`` measures both).
+    """
+
+    learner_gpus: float = number(0.0, at_least=0, example=1, meaning="GPUs")
+
+
 def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
     """Train IMPALA with ``config.num_workers`` workers, a bounded queue and a learner actor.
 
@@ -47,9 +62,9 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
 
     Args:
         config: The run's settings.
-        options: :class:`~rlkit.distributed.runtime.driver.RunOptions` fields (``progress``,
-            ``timeout_s``, ``max_restarts``, ``kill_at``, ``checkpoint_dir``,
-            ``checkpoint_every`` (default 50 updates), ``resume_from``); the roles are
+        options: :class:`IMPALAOptions` fields (every driver's ``progress``, ``timeout_s``,
+            ``max_restarts``, ``kill_at``, ``checkpoint_dir``, ``checkpoint_every`` (default 50
+            updates), ``resume_from``, ..., and ``learner_gpus``); the roles are
             ``"worker i"``, ``"learner"`` and ``"fragment queue"``. A checkpoint holds the
             learner (network, Adam, version), not the queue's fragments.
     """
@@ -59,7 +74,7 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
         raise TypeError(f"train_impala_ray was given a PPOConfig ({config.algorithm}), "
                         f"whose learner and checks belong to the PPO family. Fix: call "
                         f"train_{config.algorithm.lower()}_ray(config).")
-    return IMPALARun(config, build(RunOptions, "train_impala_ray", options)).run()
+    return IMPALARun(config, build(IMPALAOptions, "train_impala_ray", options)).run()
 
 
 def train_ppo_ray(config: PPOConfig, **options: Any) -> IMPALAResult:
@@ -86,7 +101,7 @@ def _train_ppo_family(owner: str, config: PPOConfig, synchronous: bool,
         fail("synchronous", config.synchronous, f"trains {config.algorithm}, but "
              f"{owner} runs {'PPO' if synchronous else 'APPO'}", f"pass "
              f"dataclasses.replace(config, synchronous={synchronous}), or call {other}")
-    return IMPALARun(config, build(RunOptions, owner, options)).run()
+    return IMPALARun(config, build(IMPALAOptions, owner, options)).run()
 
 
 class IMPALARun(DriverRun):
@@ -96,7 +111,7 @@ class IMPALARun(DriverRun):
     CHECKPOINT_EVERY = 50  # updates of B fragments (about 205k env steps with the defaults)
     LEARNER_GROUPS = LEARNER_RESTARTS = True
 
-    def __init__(self, config: IMPALAConfig, options: RunOptions) -> None:
+    def __init__(self, config: IMPALAConfig, options: IMPALAOptions) -> None:
         name = config.algorithm
         super().__init__(options, config.total_steps, f"{name} (Ray)", name, config)
         self.config = config
@@ -106,7 +121,9 @@ class IMPALARun(DriverRun):
             fail("num_learners", options.num_learners, f"leaves each rank {share} env columns per "
                  f"update, fewer than the {config.minibatches} SGD steps every rank takes",
                  f"use fewer learners, or minibatch_envs >= {-(-columns // share)}")
-        self.place(config.num_workers)  # refused here if it cannot be placed
+        # refused here if it cannot be placed; Ray hides a GPU only from an actor asking for one
+        plan = self.place(config.num_workers, options.learner_gpus)
+        self.device = "cuda" if plan.learner_gpus > 0 else "cpu"
         self.kind = config.action_kind
         probe = make_env(config.env_id, config.seed, self.kind, name, config.images)
         self.obs_dim = obs_spec(probe.observation_space)  # a vector's size or a frame's form
@@ -136,7 +153,7 @@ class IMPALARun(DriverRun):
         for rank, role in enumerate(self.learner_roles):
             sup.start(role, lambda r, role=role, rank=rank: ray.remote(IMPALALearner).options(
                 **sup.options(role)).remote(config, self.obs_dim, self.n_actions, queue,
-                                            timeout, rank, world))
+                                            timeout, rank, world, self.device))
         for i in range(config.num_workers):
             sup.start(f"worker {i}", lambda r, i=i: ray.remote(IMPALAWorker).options(
                 **sup.options(f"worker {i}")).remote(config, i, queue, r, timeout))
@@ -144,6 +161,8 @@ class IMPALARun(DriverRun):
         sup.wait_started(list(sup.handles), timeout)
         self.form_learner_group(timeout)
         self.restore_learner(timeout)  # before any worker asks for its first weights
+        self.device = sup.get(sup[self.LEARNER].device_name.remote(), self.LEARNER, "starting",
+                              timeout)
 
     def train(self) -> None:
         for i in range(self.config.num_workers):
@@ -290,7 +309,7 @@ class IMPALARun(DriverRun):
             worker_restarts=self.supervisor.restart_count("worker"), policy_lags=self.lags,
             queue_high_water=self.queue.high_water, actor_wait_seconds=self.queue.wait_seconds,
             learner_busy_seconds=self.busy, learner_wait_seconds=self.learner_wait,
-            eval_seconds=self.eval_seconds, diagnostics=self.diagnostics)
+            eval_seconds=self.eval_seconds, diagnostics=self.diagnostics, device=self.device)
         if result.mean_policy_lag > WARN_QUEUE_UPDATES:  # measured, whatever the config promised
             text = (f"the mean policy lag was {result.mean_policy_lag:.1f} updates (max "
                     f"{result.max_policy_lag}): V-trace clipped most importance weights. Fix: "

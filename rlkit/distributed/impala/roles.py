@@ -28,7 +28,7 @@ import torch
 from rlkit.algos.impala import IMPALAConfig
 from rlkit.algos.policy_heads import acting_policy, make_actor_critic
 from rlkit.core.common import worker_seed
-from rlkit.core.networks import load_numpy_weights
+from rlkit.core.networks import device_label, load_numpy_weights
 from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import Weights
 from rlkit.envs.runner import EnvRunner, Fragment
@@ -148,20 +148,27 @@ class IMPALALearner(SavesLearner, GroupMember):
         queue: A :class:`FragmentQueue` or its actor handle.
         timeout_s: Longest wait for a batch.
         rank, world_size: This learner's rank and the group's size (1: no group).
+        device: ``"cpu"`` or ``"cuda"`` (told, not guessed: Ray hides a GPU only from an actor
+            that asks for one).
     """
 
     def __init__(self, config: IMPALAConfig, obs_dim: int | ObsSpec, n_actions: int, queue: Any,
-                 timeout_s: float = 60.0, rank: int = 0, world_size: int = 1) -> None:
+                 timeout_s: float = 60.0, rank: int = 0, world_size: int = 1,
+                 device: str = "cpu") -> None:
         torch.set_num_threads(1)
         self.config, self.queue, self.timeout_s = config, queue, timeout_s
         self.rank, self.world_size = rank, world_size
-        self.learner = config.make_learner(obs_dim, n_actions)  # V-trace's, or PPO's
+        self.learner = config.make_learner(obs_dim, n_actions, device)  # V-trace's, or PPO's
         self.version_offset = 0  # > 0 after a restart from a checkpoint (see after_restore)
         self.consumed = 0  # real env steps in the batches this rank trained on
         self.publish()
 
     def ping(self) -> bool:
         return True
+
+    def device_name(self) -> str:
+        """The learner's device, e.g. ``"cpu"`` or ``"cuda: NVIDIA H100 80GB HBM3"``."""
+        return device_label(self.learner.device)
 
     def consumed_env_steps(self) -> int:
         """Real env steps in the batches this rank has trained on since it started. An actor

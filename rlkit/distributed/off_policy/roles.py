@@ -24,7 +24,7 @@ import torch
 
 from rlkit.algos.sac_graph import SACGraphUpdate
 from rlkit.core.common import check_finite, role_seed, worker_seed
-from rlkit.core.networks import load_numpy_weights
+from rlkit.core.networks import device_label, load_numpy_weights
 from rlkit.core.types import Batch, FragmentStats, NStepBatch, OffPolicyAlgorithm, Weights
 from rlkit.distributed.runtime.host_copy import HostCopy
 from rlkit.distributed.runtime.learner_group import GroupMember
@@ -291,6 +291,4 @@ class OffPolicyLearner(GroupMember):
 
     def device_name(self) -> str:
         """The learner's device, e.g. ``"cpu"`` or ``"cuda: NVIDIA H100 80GB HBM3"``."""
-        if self.device.type == "cuda":
-            return f"cuda: {torch.cuda.get_device_name(self.device)}"
-        return "cpu"
+        return device_label(self.device)
