@@ -24,12 +24,21 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
-def benchmark_parser(doc: str, seeds: str, seeds_help: str | None = None
-                     ) -> argparse.ArgumentParser:
+def benchmark_parser(doc: str, seeds: str, seeds_help: str | None = None, *,
+                     name: str | None = None, total_steps: int | None = None,
+                     workers_help: str | None = None) -> argparse.ArgumentParser:
     """What every benchmark's command line starts with: its docstring's first line, and
-    ``--seeds`` (``seeds`` by default), parsed by :func:`seed_list`."""
+    ``--seeds`` (``seeds`` by default), parsed by :func:`seed_list`; with ``name``, ``--name``
+    (``results/<name>.json``, that by default); with ``total_steps``, ``--total-steps``; with
+    ``workers_help``, ``--workers`` (``None`` by default: the benchmark fills the machine)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--seeds", type=seed_list, default=seeds, help=seeds_help)
+    if name is not None:
+        parser.add_argument("--name", default=name, help="results/<name>.json")
+    if total_steps is not None:
+        parser.add_argument("--total-steps", type=int, default=total_steps)
+    if workers_help is not None:
+        parser.add_argument("--workers", type=int, default=None, help=workers_help)
     return parser
 
 

@@ -41,12 +41,9 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = benchmark_parser(__doc__, "0,1,2")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="rollout workers (default: the cluster's CPUs minus the learner's, "
-                             "at least 2)")
-    parser.add_argument("--total-steps", type=int, default=LUNAR_LANDER.total_steps)
-    parser.add_argument("--name", default="lunar", help="results/<name>.json")
+    parser = benchmark_parser(__doc__, "0,1,2", name="lunar", total_steps=LUNAR_LANDER.total_steps,
+                              workers_help="rollout workers (default: the cluster's CPUs minus "
+                              "the learner's, at least 2)")
     args = parser.parse_args()
     seeds = args.seeds
 

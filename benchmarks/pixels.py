@@ -95,9 +95,8 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = benchmark_parser(__doc__, "0,1,2")
-    parser.add_argument("--total-steps", type=int, default=BREAKOUT_MINATAR.total_steps)
-    parser.add_argument("--name", default="pixels", help="results/<name>.json")
+    parser = benchmark_parser(__doc__, "0,1,2", name="pixels",
+                              total_steps=BREAKOUT_MINATAR.total_steps)
     args = parser.parse_args()
 
     from rlkit.train import train_dqn

@@ -112,14 +112,12 @@ def readme_lines(data: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = benchmark_parser(__doc__, "0,1,2")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="rollout workers (default: the cluster's CPUs minus the learner's)")
-    parser.add_argument("--total-steps", type=int, default=PONG_APPO.total_steps)
+    parser = benchmark_parser(__doc__, "0,1,2", name="pong", total_steps=PONG_APPO.total_steps,
+                              workers_help="rollout workers (default: the cluster's CPUs minus "
+                              "the learner's)")
     parser.add_argument("--eval-every", type=int, default=PONG_APPO.eval_every)
     parser.add_argument("--minutes", type=float, default=None,
                         help="stop each seed after this many minutes (a Ctrl-C; see above)")
-    parser.add_argument("--name", default="pong", help="results/<name>.json")
     args = parser.parse_args()
 
     import ray
