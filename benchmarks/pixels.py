@@ -106,19 +106,22 @@ def main() -> None:
         config = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps)
         begin = time.perf_counter()
         r = train_dqn(config, progress=bool(os.isatty(1)))
-        h = r.history
-        runs[str(seed)] = {
-            "reach": {str(t): dict(zip(("frames", "minutes"), first_reaching(
-                h.eval_steps, h.eval_seconds, h.eval_returns, t))) for t in THRESHOLDS},
-            "env_steps": r.env_steps, "wall_seconds": r.wall_seconds,
-            "updates": r.learner.updates,
-            "updates_per_second": r.learner.updates / r.wall_seconds,
-            "frames_per_second": r.env_steps / r.wall_seconds, "device": "cpu",
-            "seconds_in_all": time.perf_counter() - begin,
-            "eval_steps": h.eval_steps, "eval_seconds": h.eval_seconds,
-            "eval_returns": h.eval_returns}
+        runs[str(seed)] = run_record(r, r.learner.updates, "cpu", begin)
         save_seed(args.name, seed, runs, summary=summarize(runs, args.total_steps),
                   config=config_dict(BREAKOUT_MINATAR), replay_memory=memory)
+
+
+def run_record(result, updates: int, device: str, begin: float) -> dict:
+    """One seed's record: the first evaluation reaching each of :data:`THRESHOLDS` (frames,
+    minutes), the rates, the greedy curve; ``begin``: ``perf_counter()`` before the run."""
+    h = result.history
+    return {"reach": {str(t): dict(zip(("frames", "minutes"), first_reaching(
+                h.eval_steps, h.eval_seconds, h.eval_returns, t))) for t in THRESHOLDS},
+            "env_steps": result.env_steps, "wall_seconds": result.wall_seconds,
+            "updates": updates, "updates_per_second": updates / result.wall_seconds,
+            "frames_per_second": result.env_steps / result.wall_seconds, "device": device,
+            "seconds_in_all": time.perf_counter() - begin, "eval_steps": h.eval_steps,
+            "eval_seconds": h.eval_seconds, "eval_returns": h.eval_returns}
 
 
 def summarize(runs: dict, total_steps: int) -> dict:

@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmarks.lunar import readme_lines as lunar_lines
 from benchmarks.learner import readme_lines as learner_lines
 from benchmarks.pixels import readme_lines as pixels_lines
+from benchmarks.pixels_apex import readme_lines as pixels_apex_lines
 from benchmarks.pong import readme_lines as pong_lines
 from benchmarks.ppo import readme_lines as ppo_lines
 from benchmarks.ppo_ablation import readme_lines as ppo_ablation_lines
@@ -155,7 +156,8 @@ def render(results: Path, timing: dict) -> str:
             "| [09 · Breakout from pixels](notebooks/09_breakout_pixels.ipynb) | frames as uint8 "
             "end to end, bytes per fragment and replay, a conv encoder chosen by the observation; "
             "DQN and PPO in one process, APPO on Ray with 1 and 2 workers against the rollout "
-            f"ceiling | {_fmt_time(runtimes.get('09_breakout_pixels.ipynb'))} | greedy mean >= "
+            "ceiling; Ape-X DQN against one-process DQN, from its benchmark "
+            f"| {_fmt_time(runtimes.get('09_breakout_pixels.ipynb'))} | greedy mean >= "
             f"{nb09['target']:.0f} (random {nb09['random_return']:.2f}): DQN at "
             f"{nb09['dqn_env_steps']:,} frames, {nb09['dqn_wall_seconds']:.0f} s; PPO at "
             f"{nb09['ppo_env_steps']:,}, {nb09['ppo_wall_seconds']:.0f} s; APPO 2 workers at "
@@ -227,7 +229,7 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
     for name, lines in (("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
                         ("lunar", lunar_lines), ("pixels", pixels_lines),
-                        ("pong_h100", pong_lines)):
+                        ("pixels_apex", pixels_apex_lines), ("pong_h100", pong_lines)):
         data = _load(bench / f"{name}.json")  # each benchmark renders its own block
         if data:
             out += lines(data)

@@ -14,5 +14,5 @@ EXPORTS, __getattr__, __dir__ = lazy_exports(__name__, {
     "off_policy.options": ("OffPolicyOptions", "OffPolicyResult"),
     "apex.driver": ("train_apex_ray", "ApexResult"),
     "a3c.driver": ("train_a3c_ray", "train_a2c_ray", "train_a2c", "A3CResult"),
-    "impala.driver": ("train_impala_ray", "train_ppo_ray", "train_appo_ray")})
+    "impala.driver": ("train_impala_ray", "train_ppo_ray", "train_appo_ray", "IMPALAOptions")})
 __all__ = sorted(EXPORTS)
