@@ -49,10 +49,22 @@ def summarize(runs: dict, workers: int, cpus: float, total_steps: int) -> dict:
                 if v["frames_per_second"] is not None]) else None}
 
 
+def training_means(h, every: int = 100_000) -> list[tuple[int, float]]:
+    """``(step, mean return)`` of the training episodes that ended in each window of ``every``
+    agent steps (``step``: the window's end): whether acting improved, whatever the greedy
+    evaluations say."""
+    windows: dict[int, list[float]] = {}
+    for step, ret in zip(h.episode_steps, h.episode_returns):
+        windows.setdefault(-(-step // every) * every, []).append(ret)
+    return [(end, statistics.fmean(rets)) for end, rets in sorted(windows.items())]
+
+
 def curve_record(h, env_steps: int, wall_seconds: float) -> dict:
-    """The first evaluation at :data:`TARGET` in a history, the best, the frame rate."""
+    """The first evaluation at :data:`TARGET` in a history, the best, the frame rate, and the
+    training episodes' mean return per 100,000 agent steps."""
     first = next((i for i, r in enumerate(h.eval_returns) if r >= TARGET), None)
-    return {"steps_to_target": h.eval_steps[first] if first is not None else None,
+    return {"training_means": training_means(h),
+            "steps_to_target": h.eval_steps[first] if first is not None else None,
             "minutes_to_target": h.eval_seconds[first] / 60 if first is not None else None,
             "best_eval": max(h.eval_returns, default=None), "env_steps": env_steps,
             "frames_per_second": FRAMESKIP * env_steps / wall_seconds,

@@ -172,6 +172,7 @@ def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames(tmp_path):
                                device="cpu")
 
     reached = run_record(result([-20.0, 18.5, 17.0, 20.0]))
+    assert reached["training_means"] == []  # (no training episodes in this history)
     assert reached["steps_to_target"] == 400_000 and reached["minutes_to_target"] == 20.0
     assert reached["frames_per_second"] == 4 * 200_000 / 600.0 and reached["best_eval"] == 20.0
     never = run_record(result([-21.0, -5.0]))
@@ -179,6 +180,13 @@ def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames(tmp_path):
     summary = summarize({"0": reached, "1": never}, workers=15, cpus=16.0, total_steps=10**7)
     assert summary["reached"] == 1 and summary["median_frames_to_target"] == 1_600_000
     assert summary["median_minutes_to_target"] == 20.0
+    # training episodes: the mean return of those that ended in each window of 100k steps
+    from benchmarks.pong import training_means
+
+    h = History()
+    for step, ret in ((50_000, -21.0), (100_000, -19.0), (100_001, -10.0), (350_000, 4.0)):
+        h.log_episode(step, 1.0, ret)
+    assert training_means(h) == [(100_000, -20.0), (200_000, -10.0), (400_000, 4.0)]
     # a seed stopped by --minutes before its first checkpoint reports that, and no rate
     from benchmarks.pong import stopped_record
     from rlkit.algos.ppo import PONG_APPO
