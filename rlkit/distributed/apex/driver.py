@@ -109,7 +109,7 @@ class ApexRun(DriverRun):
         self.act_dim = algo.replay_action_dim(env)
         env.close()
         # the learner gets 1 CPU; the shards share its node with any workers there, the
-        # workers fill the rest (on one 2-CPU node: workers and shards 0.25 each)
+        # workers fill the rest (on one 2-CPU node, 2 workers and 2 shards: 0.25 CPU each)
         self.plan = self.place(self.cfg.num_workers, 0, shards=self.apex.num_shards)
         # every shard's storage and trees, counted on the learner's node (the shards' node)
         # before any shard allocates its own
