@@ -6,11 +6,11 @@ Full: about 25 minutes on a 2-core CPU (five seeds per algorithm for time-to-sol
 `benchmarks.lunar`, SAC on LunarLanderContinuous for 3 seeds, which takes tens of minutes a seed
 on 2 cores (its JSON records each run's minutes), and `benchmarks.pixels`, DQN on
 Breakout-MinAtar's frames for 3 seeds of 1M frames, which takes over an hour a seed on 2 cores
-(about 220 frames a second measured, under load), and `benchmarks.pixels_apex`, Ape-X DQN on the
-same with 1 and 2 workers to 100,000 frames (about 7 minutes a run). The lever study,
-`python -m benchmarks.levers`, is run on its own: about 30 minutes per algorithm, and so is
-`benchmarks.pong` (APPO on Atari Pong to a score of 18: hours on 2 cores; the run for a machine
-with many cores and a GPU).
+(about 220 frames a second measured, under load), and `benchmarks.pixels_apex`, the same DQN in
+one process and as Ape-X with 1 and 2 workers, 60,000 frames each (about 4 minutes a run). The
+lever study, `python -m benchmarks.levers`, is run on its own: about 30 minutes per algorithm,
+and so is `benchmarks.pong` (APPO on Atari Pong to a score of 18: hours on 2 cores; the run for
+a machine with many cores and a GPU).
 ``--quick``: shorter measurement windows and one SAC seed for time-to-solve, about 3 minutes,
 plus a 12,000-step LunarLander run (26 s measured) and 10,000-frame Breakout runs;
 for checking that the harness works, not for quoting numbers. It writes to
