@@ -179,7 +179,10 @@ def readme_lines(data: dict) -> list[str]:
              "| learner | device | updates/s |", "| --- | --- | --- |"]
     lines += [f"| {name} | {dev} | {v:,.0f} |"
               for name, by in data["updates_per_second"].items() for dev, v in by.items()]
-    lines += [f"| appo on pong frames (nature cnn, batch 2,048) | {dev} | {v / 2048:,.2f} "
+    from rlkit.algos.ppo import PONG_APPO
+
+    batch = PONG_APPO.steps_per_batch  # agent steps in one update
+    lines += [f"| appo on pong frames (nature cnn, batch {batch:,}) | {dev} | {v / batch:,.2f} "
               f"({v:,.0f} agent steps learned/s) |"
               for dev, v in data.get("appo_pong_steps_per_second", {}).items()]
     return lines + [""]

@@ -64,6 +64,7 @@ def main() -> None:
     from rlkit.train import train_dqn
 
     runs: dict = {}
+    base = dataclasses.replace(BREAKOUT_MINATAR, total_steps=args.total_steps)
 
     def save(key: str) -> None:
         groups = {k.split("/")[0] for k in runs}
@@ -72,9 +73,8 @@ def main() -> None:
             for g in sorted(groups)}, config=config_dict(base), total_steps=args.total_steps)
 
     for seed in args.seeds:  # the reference first, in this process, before Ray starts
-        base = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps)
         begin = time.perf_counter()
-        r = train_dqn(base)
+        r = train_dqn(dataclasses.replace(base, seed=seed))
         runs[f"one process/{seed}"] = {**run_record(r, r.learner.updates, "cpu", begin),
                                        "workers": 0, "parked_share": None}
         save(f"one process/{seed}")
@@ -83,8 +83,7 @@ def main() -> None:
         for workers in args.workers:
             for seed in args.seeds:
                 config = dataclasses.replace(
-                    BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps,
-                    num_workers=workers, envs_per_worker=ENVS_PER_WORKER,
+                    base, seed=seed, num_workers=workers, envs_per_worker=ENVS_PER_WORKER,
                     fragment_steps=FRAGMENT_STEPS)
                 begin = time.perf_counter()
                 r = train_apex_ray(ApexDQN(config, ApexConfig(num_shards=1)))

@@ -5,6 +5,7 @@ import time
 
 import psutil
 import pytest
+import torch
 
 from rlkit.algos.impala import IMPALAConfig
 
@@ -19,6 +20,12 @@ CLUSTER_IMPALA = IMPALAConfig(envs_per_worker=8, eval_episodes=10, eval_every=50
 ACTOR_CLASSES = ("RolloutWorker", "OffPolicyLearner", "Evaluator", "ParameterServer",
                  "GradientWorker", "GradientServer", "IMPALAWorker", "IMPALALearner",
                  "FragmentQueue", "ReplayShard", "ApexWorker", "ApexLearner")
+
+
+def cuda(test):
+    """Mark a test ``gpu`` (``pytest -m gpu`` runs every CUDA test) and skip it without CUDA."""
+    return pytest.mark.gpu(pytest.mark.skipif(not torch.cuda.is_available(),
+                                              reason="needs CUDA")(test))
 
 
 #: A notebook cell that uses Ray's core as notebook 00 does: a remote function and an actor class

@@ -23,9 +23,11 @@ CONFIGS = {"IMPALA": IMPALAConfig(env_id=ENV, envs_per_worker=4, unroll_length=1
            "APPO": dataclasses.replace(BREAKOUT_MINATAR_APPO, **SMALL)}
 
 
+RNG = np.random.default_rng(0)
+
+
 def uniform_policy(obs):  # the behaviour policy the fragments record: uniform over 6 actions
-    rng = np.random.default_rng(len(obs))
-    return rng.integers(0, 6, len(obs)), np.full(len(obs), np.log(1 / 6), np.float32)
+    return RNG.integers(0, 6, len(obs)), np.full(len(obs), np.log(1 / 6), np.float32)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

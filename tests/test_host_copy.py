@@ -7,12 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import cuda
 from rlkit.core.networks import module_weights
 from rlkit.distributed.runtime.host_copy import HostCopy
-
-def cuda(test):  # marked gpu (``pytest -m gpu`` runs every CUDA test), skipped without CUDA
-    return pytest.mark.gpu(pytest.mark.skipif(not torch.cuda.is_available(),
-                                              reason="needs CUDA")(test))
 
 
 def test_a_cpu_module_is_refused_with_the_fix():

@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import cuda
 from rlkit.algos.sac import SACConfig, SACLearner
 from rlkit.algos.sac_graph import SACGraphUpdate
 from rlkit.core.types import Batch, TensorBatch
 from rlkit.replay.buffers import TensorReplayBuffer
 
-def cuda(test):  # marked gpu (``pytest -m gpu`` runs every CUDA test), skipped without CUDA
-    return pytest.mark.gpu(pytest.mark.skipif(not torch.cuda.is_available(),
-                                              reason="needs CUDA")(test))
 LOW, HIGH = np.array([-2.0]), np.array([2.0])
 
 
