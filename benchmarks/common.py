@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,15 @@ def save_seed(name: str, seed: int, runs: dict[str, dict[str, Any]], **data: Any
     print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
           flush=True)
     return write_result(name, {**data, "runs": runs})
+
+
+def interrupt_after(minutes: float | None) -> None:
+    """Deliver a Ctrl-C (``SIGINT``) after ``minutes`` (``None``: never; ``0`` cancels a timer
+    still running): how ``--minutes`` stops a seed so that a run of fixed length keeps its
+    curve (the trainers save a checkpoint on a Ctrl-C)."""
+    if minutes is not None:
+        signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))
+        signal.setitimer(signal.ITIMER_REAL, 60 * minutes)
 
 
 def solve_summary(runs: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:

@@ -4,10 +4,18 @@ reference the distributed runs will be measured against).
 
 The settings, the same for every seed, are :data:`rlkit.algos.dqn.BREAKOUT_MINATAR` (where they
 come from is said there); a greedy evaluation of 20 episodes every 10,000 env steps (frames:
-one env step is one frame here). Random play scores about 0.5. Writes
-``benchmarks/results/pixels.json`` after every seed, so a long run keeps what it finished.
+one env step is one frame here); a seed stops at its budget or at its first evaluation at 15,
+the last threshold. Random play scores about 0.5. Writes ``benchmarks/results/<name>.json``
+after every seed, so a long run keeps what it finished.
 
-    python -m benchmarks.pixels [--seeds 0,1,2] [--total-steps 1000000]
+A seed of 1M frames takes hours on two cores. ``--minutes M`` stops each seed after M minutes
+(a Ctrl-C: the run saves a checkpoint, and the record, marked ``stopped_at_minutes``, is read
+from it); with ``--checkpoint-dir DIR`` the checkpoints, replay included, stay in DIR, and the
+next invocation with the same DIR resumes each seed where it stopped (a resumed one-process run
+equals an uninterrupted one), so a long budget can be run in pieces.
+
+    python -m benchmarks.pixels [--seeds 0,1,2] [--total-steps 1000000] [--name pixels]
+        [--minutes M] [--checkpoint-dir DIR]
 """
 
 from __future__ import annotations
@@ -15,9 +23,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
-from benchmarks.common import benchmark_parser, save_seed
+from benchmarks.common import benchmark_parser, interrupt_after, save_seed
 from rlkit.algos.dqn import BREAKOUT_MINATAR
 from rlkit.core.common import config_dict
 
@@ -97,18 +107,48 @@ def readme_lines(data: dict) -> list[str]:
 def main() -> None:
     parser = benchmark_parser(__doc__, "0,1,2", name="pixels",
                               total_steps=BREAKOUT_MINATAR.total_steps)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop each seed after this many minutes of this invocation (a "
+                        "Ctrl-C); its record is read from the checkpoint the Ctrl-C wrote")
+    parser.add_argument("--checkpoint-dir", default=None,
+                        help="keep each seed's checkpoint, replay included, in DIR/seed<N>, and "
+                        "resume the seed from it when there is one (default: a temporary "
+                        "folder, gone after the seed)")
     args = parser.parse_args()
-
-    from rlkit.train import train_dqn
 
     memory, runs = replay_memory(), {}
     for seed in args.seeds:
-        config = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps)
-        begin = time.perf_counter()
-        r = train_dqn(config, progress=bool(os.isatty(1)))
-        runs[str(seed)] = run_record(r, r.learner.updates, "cpu", begin)
+        config = dataclasses.replace(BREAKOUT_MINATAR, seed=seed, total_steps=args.total_steps,
+                                     target_return=max(THRESHOLDS))
+        with tempfile.TemporaryDirectory() as temporary:
+            folder = Path(args.checkpoint_dir or temporary) / f"seed{seed}"
+            runs[str(seed)] = train_seed(config, folder, args.minutes)
         save_seed(args.name, seed, runs, summary=summarize(runs, args.total_steps),
                   config=config_dict(BREAKOUT_MINATAR), replay_memory=memory)
+
+
+def train_seed(config, folder: Path, minutes: float | None) -> dict:
+    """One seed's record: trained to ``config.total_steps`` or to the first evaluation at
+    ``config.target_return``, from the checkpoint in ``folder`` if one is there; stopped after
+    ``minutes`` if given (then read from the checkpoint its Ctrl-C wrote, and marked
+    ``stopped_at_minutes``). Minutes in the record count every invocation's training time."""
+    from rlkit.train import train_dqn
+    from rlkit.train.checkpoint import checkpoint_file, load_checkpoint
+
+    options = {"checkpoint_dir": folder, "checkpoint_buffer": True,
+               "resume_from": folder if checkpoint_file(folder).is_file() else None}
+    begin = time.perf_counter()
+    try:
+        interrupt_after(minutes)
+        result = train_dqn(config, progress=bool(os.isatty(1)), **options)
+        return run_record(result, result.learner.updates, "cpu", begin)
+    except KeyboardInterrupt:
+        if minutes is None:
+            raise
+        saved = load_checkpoint(folder, "DQN", config)
+        return {**run_record(saved, saved.updates, "cpu", begin), "stopped_at_minutes": minutes}
+    finally:
+        interrupt_after(0)  # (0 cancels a timer still running)
 
 
 def run_record(result, updates: int, device: str, begin: float) -> dict:

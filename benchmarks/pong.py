@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import statistics
 import tempfile
 import time
 
-from benchmarks.common import benchmark_parser, save_seed
+from benchmarks.common import benchmark_parser, interrupt_after, save_seed
 from rlkit.algos.ppo import PONG_APPO
 from rlkit.core.common import config_dict
 
@@ -92,12 +91,6 @@ def stopped_record(checkpoint_dir: str, config, minutes: float) -> dict:
     return {**curve_record(saved.history, saved.env_steps, saved.wall_seconds),
             "stopped_at_minutes": minutes}
 
-
-def interrupt_after(minutes: float | None) -> None:
-    """Deliver a Ctrl-C (``SIGINT``) after ``minutes`` (``None``: never)."""
-    if minutes is not None:
-        signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))
-        signal.setitimer(signal.ITIMER_REAL, 60 * minutes)
 
 
 def readme_lines(data: dict) -> list[str]:
