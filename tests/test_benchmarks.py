@@ -195,3 +195,27 @@ def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames(tmp_path):
     assert stopped["stopped_at_minutes"] == 0.5 and "no checkpoint file" in stopped["error"]
     summary = summarize({"0": reached, "1": stopped}, workers=15, cpus=16.0, total_steps=10**7)
     assert summary["seeds"] == 2 and summary["median_frames_per_second"] == 4 * 200_000 / 600
+
+
+@pytest.mark.slow  # (it trains, seconds)
+def test_pixels_benchmark_stops_a_seed_on_time_and_resumes_it_from_its_checkpoint(tmp_path):
+    """``--minutes`` and ``--checkpoint-dir`` of ``benchmarks.pixels`` on a budget of seconds:
+    a seed stopped by its timer reports what its checkpoint holds, and the next call resumes it
+    from there to the budget, its clock and curve continued."""
+    import dataclasses
+
+    from benchmarks.pixels import train_seed
+    from rlkit.algos.dqn import BREAKOUT_MINATAR
+
+    config = dataclasses.replace(BREAKOUT_MINATAR, total_steps=10**6, learning_starts=200,
+                                 eval_every=1_000, eval_episodes=1, buffer_size=5_000)
+    folder = tmp_path / "seed0"
+    stopped = train_seed(config, folder, minutes=0.05)  # 3 s: a Ctrl-C, then its checkpoint
+    assert stopped["stopped_at_minutes"] == 0.05 and 0 < stopped["env_steps"] < 10**6
+    assert stopped["eval_steps"] == list(range(1_000, stopped["env_steps"] + 1, 1_000))
+    budget = stopped["env_steps"] + 1_000
+    done = train_seed(dataclasses.replace(config, total_steps=budget), folder, minutes=None)
+    assert "stopped_at_minutes" not in done and done["env_steps"] == budget
+    assert done["eval_steps"][:len(stopped["eval_steps"])] == stopped["eval_steps"]
+    assert done["eval_returns"][:len(stopped["eval_returns"])] == stopped["eval_returns"]
+    assert done["wall_seconds"] > stopped["wall_seconds"]
