@@ -16,14 +16,14 @@ import torch
 from torch import nn
 
 from rlkit.algos.actor_specs import ActorCriticSpec
+from rlkit.algos.continuous_learner import ContinuousLearner, with_uniform_warmup
 from rlkit.algos.ddpg_td import (DDPGPriorityModel, ddpg_actor_loss,  # noqa: F401 (re-exported)
                                  ddpg_critic_loss, ddpg_networks, ddpg_td_errors)
 from rlkit.algos.prioritized_td import (AnyBatch, importance_weights_tensor, prefixed_weights,
                                         td_tensors)
 from rlkit.core.common import polyak_update
-from rlkit.core.gradients import GradientSync, gradient_step, no_sync
-from rlkit.core.networks import (DeterministicActor, QCritic, load_optimizer_state, make_adam,
-                                 module_weights)
+from rlkit.core.gradients import gradient_step
+from rlkit.core.networks import DeterministicActor, QCritic
 from rlkit.core.types import BatchPolicy, Weights
 from rlkit.core.validation import SEED_MAX, integer, layers, number, text
 from rlkit.core.workers import WorkerShape
@@ -79,8 +79,9 @@ class DDPGReport(NamedTuple):
         return self.critic_loss
 
 
-class DDPGLearner:
-    """Actor and critic, each with a Polyak-averaged target network, and their optimisers.
+class DDPGLearner(ContinuousLearner):
+    """Actor and critic, each with a Polyak-averaged target network, and their optimisers
+    (:class:`~rlkit.algos.continuous_learner.ContinuousLearner`'s, plus the actor's target).
 
     Args:
         obs_dim, act_dim: Sizes.
@@ -92,17 +93,10 @@ class DDPGLearner:
     def __init__(self, obs_dim: int, act_dim: int, action_low: np.ndarray,
                  action_high: np.ndarray, config: DDPGConfig,
                  device: str | torch.device = "cpu") -> None:
-        self.config = config
-        self.device = torch.device(device)
-        self.actor = DeterministicActor(obs_dim, act_dim, config.hidden, action_low,
-                                        action_high).to(self.device)
-        self.critic = QCritic(obs_dim, act_dim, config.hidden).to(self.device)
+        super().__init__(DeterministicActor(obs_dim, act_dim, config.hidden, action_low,
+                                            action_high),
+                         QCritic(obs_dim, act_dim, config.hidden), config, device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr)
-        self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr)
-        self.updates = 0
-        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
         self._td_errors = torch.zeros(0)  # the last update's (B,) TD errors
 
     def update(self, batch: AnyBatch, importance_weights: torch.Tensor | None = None
@@ -143,28 +137,13 @@ class DDPGLearner:
         report = self.update(batch, weights)
         return DDPGReport(*(float(v) for v in report)), self._td_errors.abs().cpu().numpy()
 
-    def get_weights(self) -> Weights:
-        """The actor's weights (all a rollout worker needs) as numpy arrays."""
-        return module_weights(self.actor)
-
     def get_priority_weights(self) -> Weights:
         """All four networks in one dict (keys ``actor.*``, ``actor_target.*``, ``critic.*``,
         ``critic_target.*``): what an Ape-X actor loads into its :class:`DDPGPriorityModel`."""
         return prefixed_weights(ddpg_networks(self))
 
-    def state_dict(self) -> dict[str, Any]:
-        """Networks, optimisers and update count: everything needed to continue training."""
-        return {**{name: net.state_dict() for name, net in ddpg_networks(self).items()},
-                "actor_opt": self.actor_opt.state_dict(),
-                "critic_opt": self.critic_opt.state_dict(), "updates": self.updates}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
-        for name, net in ddpg_networks(self).items():
-            net.load_state_dict(state[name])
-        load_optimizer_state(self.actor_opt, state["actor_opt"])
-        load_optimizer_state(self.critic_opt, state["critic_opt"])
-        self.updates = int(state["updates"])
+    def networks(self) -> dict[str, nn.Module]:
+        return ddpg_networks(self)
 
 
 def gaussian_exploration_policy(actor: DeterministicActor, rng: np.random.Generator,
@@ -176,14 +155,12 @@ def gaussian_exploration_policy(actor: DeterministicActor, rng: np.random.Genera
     ``(act_dim,)``, or ``(N, act_dim)`` (one scale per env: an Ape-X noise ladder)."""
 
     def act(obs: np.ndarray) -> np.ndarray:
-        if rng.random() < random_prob():
-            return rng.uniform(low, high, size=(len(obs), len(low))).astype(np.float32)
         with torch.inference_mode():
             actions = actor(torch.as_tensor(obs, dtype=torch.float32)).numpy()
         noisy = actions + noise_std * rng.standard_normal(actions.shape)
         return np.clip(noisy, low, high).astype(np.float32)
 
-    return act
+    return with_uniform_warmup(act, rng, low, high, random_prob)
 
 
 class DDPGSpec(ActorCriticSpec):

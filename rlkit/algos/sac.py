@@ -6,7 +6,6 @@ The single-process trainer is :func:`rlkit.train.train_sac`; the Ray one
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,11 +17,11 @@ import torch
 from torch import nn
 
 from rlkit.algos.actor_specs import ActorCriticSpec
+from rlkit.algos.continuous_learner import ContinuousLearner, with_uniform_warmup
 from rlkit.core.common import bootstrap_target, polyak_update
-from rlkit.core.gradients import GradientSync, gradient_step, no_sync
-from rlkit.core.networks import (SquashedGaussianActor, TwinQ, load_optimizer_state, make_adam,
-                                 module_weights)
-from rlkit.core.types import BatchPolicy, TensorBatch, Weights
+from rlkit.core.gradients import gradient_step
+from rlkit.core.networks import (SquashedGaussianActor, TwinQ, make_adam)
+from rlkit.core.types import BatchPolicy, TensorBatch
 from rlkit.core.validation import SEED_MAX, flag, integer, layers, number, text
 from rlkit.core.workers import WorkerShape
 from rlkit.envs.make import check_env_id, space_dims
@@ -136,8 +135,9 @@ class SACReport(NamedTuple):
         return self.critic_loss
 
 
-class SACLearner:
-    """Actor, twin critics with Polyak-averaged targets, and a learned temperature.
+class SACLearner(ContinuousLearner):
+    """Actor, twin critics with Polyak-averaged targets, and a learned temperature
+    (:class:`~rlkit.algos.continuous_learner.ContinuousLearner`'s, plus the temperature).
 
     Args:
         obs_dim, act_dim: Sizes.
@@ -149,21 +149,14 @@ class SACLearner:
     def __init__(self, obs_dim: int, act_dim: int, action_low: np.ndarray,
                  action_high: np.ndarray, config: SACConfig,
                  device: str | torch.device = "cpu") -> None:
-        self.config = config
-        self.device = torch.device(device)
-        self.actor = SquashedGaussianActor(obs_dim, act_dim, config.hidden, action_low,
-                                           action_high).to(self.device)
-        self.critic = TwinQ(obs_dim, act_dim, config.hidden).to(self.device)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        graph = config.cuda_graph and torch.device(device).type == "cuda"  # the CPU: eager
+        super().__init__(SquashedGaussianActor(obs_dim, act_dim, config.hidden, action_low,
+                                               action_high),
+                         TwinQ(obs_dim, act_dim, config.hidden), config, device, graph)
         self.log_alpha = torch.tensor([math.log(config.init_alpha)], device=self.device,
                                       requires_grad=True)
         self.target_entropy = -float(act_dim)
-        graph = config.cuda_graph and self.device.type == "cuda"  # the eager CPU path is as is
-        self.actor_opt = make_adam(self.actor.parameters(), config.actor_lr, graph)
-        self.critic_opt = make_adam(self.critic.parameters(), config.critic_lr, graph)
         self.alpha_opt = make_adam([self.log_alpha], config.alpha_lr, graph)
-        self.updates = 0
-        self.sync_gradients: GradientSync = no_sync  # average_gradients in a group
         self.freeze_critics_in_actor_step = True  # False only to measure what it saves
         # torch.compile fuses each loss's small ops; the first updates pay the compilation
         # (about 20 s on a 2-core CPU), so it pays off only in long runs: see `make bench`
@@ -201,29 +194,17 @@ class SACLearner:
         return SACReport(critic_loss.detach(), actor_loss.detach(), alpha_loss.detach(),
                          alpha.squeeze(0), -log_prob.detach().mean())
 
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {**super().optimizers(), "alpha_opt": self.alpha_opt}
+
     def state_dict(self) -> dict[str, Any]:
-        """Networks, temperature, optimisers and update count: everything to continue training."""
-        return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
-                "critic_target": self.critic_target.state_dict(),
-                "log_alpha": self.log_alpha.detach().clone(),
-                "actor_opt": self.actor_opt.state_dict(),
-                "critic_opt": self.critic_opt.state_dict(),
-                "alpha_opt": self.alpha_opt.state_dict(), "updates": self.updates}
+        """:class:`ContinuousLearner`'s, with the temperature."""
+        return {**super().state_dict(), "log_alpha": self.log_alpha.detach().clone()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output (tensors may be on any device)."""
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
+        super().load_state_dict(state)
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        for name in ("actor_opt", "critic_opt", "alpha_opt"):
-            load_optimizer_state(getattr(self, name), state[name])
-        self.updates = int(state["updates"])
-
-    def get_weights(self) -> Weights:
-        """The actor's weights (all a rollout worker needs) as numpy arrays on the host."""
-        return module_weights(self.actor)
 
 
 def sac_exploration_policy(actor: SquashedGaussianActor, rng: np.random.Generator,
@@ -234,12 +215,10 @@ def sac_exploration_policy(actor: SquashedGaussianActor, rng: np.random.Generato
     ``(N, act_dim)`` float32."""
 
     def act(obs: np.ndarray) -> np.ndarray:
-        if rng.random() < random_prob():
-            return rng.uniform(low, high, size=(len(obs), len(low))).astype(np.float32)
         with torch.inference_mode():
             return actor(torch.as_tensor(obs, dtype=torch.float32))[0].numpy()
 
-    return act
+    return with_uniform_warmup(act, rng, low, high, random_prob)
 
 
 class SACSpec(ActorCriticSpec):
