@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import statistics
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,13 @@ def save_seed(name: str, seed: int, runs: dict[str, dict[str, Any]], **data: Any
     print(seed, {k: v for k, v in runs[str(seed)].items() if not k.startswith("eval_")},
           flush=True)
     return write_result(name, {**data, "runs": runs})
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table's lines: ``header``'s cells, the rule under them, then one line per
+    row (cells written with ``str``; a row may be shorter than the header)."""
+    return ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
 
 
 def interrupt_after(minutes: float | None) -> None:

@@ -26,7 +26,7 @@ import time
 import numpy as np
 import torch
 
-from benchmarks.common import save_plot, write_result
+from benchmarks.common import save_plot, table, write_result
 
 
 def dqn_updates_per_second(seconds: float, threads: int, device: str = "cpu") -> float:
@@ -175,17 +175,16 @@ def readme_lines(data: dict) -> list[str]:
     Pong learner's agent steps/s where it was measured, with the machine they ran on."""
     m = data["machine"]
     lines = [f"**Learner alone** (`python -m benchmarks.learner`: {m['cpu']}, "
-             f"{m['logical_cores']} logical cores, GPU: {m.get('gpu') or 'none'}):", "",
-             "| learner | device | updates/s |", "| --- | --- | --- |"]
-    lines += [f"| {name} | {dev} | {v:,.0f} |"
-              for name, by in data["updates_per_second"].items() for dev, v in by.items()]
+             f"{m['logical_cores']} logical cores, GPU: {m.get('gpu') or 'none'}):", ""]
     from rlkit.algos.ppo import PONG_APPO
 
     batch = PONG_APPO.steps_per_batch  # agent steps in one update
-    lines += [f"| appo on pong frames (nature cnn, batch {batch:,}) | {dev} | {v / batch:,.2f} "
-              f"({v:,.0f} agent steps learned/s) |"
-              for dev, v in data.get("appo_pong_steps_per_second", {}).items()]
-    return lines + [""]
+    rows = [(name, dev, f"{v:,.0f}")
+            for name, by in data["updates_per_second"].items() for dev, v in by.items()]
+    rows += [(f"appo on pong frames (nature cnn, batch {batch:,})", dev,
+              f"{v / batch:,.2f} ({v:,.0f} agent steps learned/s)")
+             for dev, v in data.get("appo_pong_steps_per_second", {}).items()]
+    return lines + table(("learner", "device", "updates/s"), rows) + [""]
 
 
 if __name__ == "__main__":

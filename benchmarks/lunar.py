@@ -16,7 +16,7 @@ import os
 import statistics
 import time
 
-from benchmarks.common import benchmark_parser, save_seed
+from benchmarks.common import benchmark_parser, save_seed, table
 from rlkit.algos.sac import LUNAR_LANDER
 from rlkit.core.common import config_dict
 
@@ -28,16 +28,13 @@ def readme_lines(data: dict) -> list[str]:
              f"{s['workers']} workers, {m['cpu']}, {m['logical_cores']} logical cores, GPU: "
              f"{m['gpu'] or 'none'}; solved = the first deterministic evaluation over 10 episodes "
              f"with a mean of at least 200; budget {s['total_steps']:,} env steps): solved in "
-             f"{s['solved']} of {s['seeds']} seeds", "",
-             "| seed | solved | env steps to solve | minutes to solve | learner updates/s | "
-             "last eval |", "| --- | --- | --- | --- | --- | --- |"]
-    for seed, r in data["runs"].items():
-        steps = f"{r['steps_to_solve']:,}" if r["solved"] else "-"
-        minutes = f"{r['minutes_to_solve']:.1f}" if r["solved"] else "-"
-        lines.append(f"| {seed} | {r['solved']} | {steps} | {minutes} | "
-                     f"{r['learner_updates_per_second']:.0f} ({r['device']}) | "
-                     f"{r['eval_return']:.0f} |")
-    return lines + [""]
+             f"{s['solved']} of {s['seeds']} seeds", ""]
+    rows = [(seed, r["solved"], f"{r['steps_to_solve']:,}" if r["solved"] else "-",
+             f"{r['minutes_to_solve']:.1f}" if r["solved"] else "-",
+             f"{r['learner_updates_per_second']:.0f} ({r['device']})", f"{r['eval_return']:.0f}")
+            for seed, r in data["runs"].items()]
+    return lines + table(("seed", "solved", "env steps to solve", "minutes to solve",
+                          "learner updates/s", "last eval"), rows) + [""]
 
 
 def main() -> None:

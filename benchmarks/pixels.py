@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import benchmark_parser, interrupt_after, save_seed
+from benchmarks.common import benchmark_parser, interrupt_after, save_seed, table
 from rlkit.algos.dqn import BREAKOUT_MINATAR
 from rlkit.core.common import config_dict
 
@@ -84,18 +84,16 @@ def readme_lines(data: dict) -> list[str]:
     lines = [f"**DQN on Breakout-MinAtar from pixels** (`python -m benchmarks.pixels`: one "
              f"process, {m['cpu']}, {m['logical_cores']} logical cores, GPU: "
              f"{m['gpu'] or 'none'}; greedy mean of 20 episodes every 10,000 frames; budget "
-             f"{s['total_steps']:,} frames; random play 0.5)", "",
-             "| seed | frames to 5 | to 10 | to 15 | minutes to 5 | to 10 | to 15 | best eval | "
-             "updates/s | frames/s |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | "
-             "--- |"]
+             f"{s['total_steps']:,} frames; random play 0.5)", ""]
+    rows = []
     for seed, r in data["runs"].items():
-        frames = [f"{r['reach'][str(t)]['frames']:,}" if r["reach"][str(t)]["frames"] else "-"
-                  for t in THRESHOLDS]
-        minutes = [f"{r['reach'][str(t)]['minutes']:.1f}" if r["reach"][str(t)]["frames"]
-                   else "-" for t in THRESHOLDS]
-        lines.append(f"| {seed} | {' | '.join(frames)} | {' | '.join(minutes)} | "
-                     f"{max(r['eval_returns']):.1f} | {r['updates_per_second']:.0f} | "
-                     f"{r['frames_per_second']:.0f} |")
+        reach = [r["reach"][str(t)] for t in THRESHOLDS]
+        rows.append((seed, *(f"{x['frames']:,}" if x["frames"] else "-" for x in reach),
+                     *(f"{x['minutes']:.1f}" if x["frames"] else "-" for x in reach),
+                     f"{max(r['eval_returns']):.1f}", f"{r['updates_per_second']:.0f}",
+                     f"{r['frames_per_second']:.0f}"))
+    lines += table(("seed", "frames to 5", "to 10", "to 15", "minutes to 5", "to 10", "to 15",
+                    "best eval", "updates/s", "frames/s"), rows)
     for name, m in data.get("replay_memory", {}).items():
         lines += [""] if lines[-1] else []  # (a table ends at a blank line)
         lines.append(f"Replay of {name}: {m['estimate_bytes'] / 2**20:,.0f} MiB estimated by the "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from benchmarks.common import benchmark_parser, save_seed, seed_list
+from benchmarks.common import benchmark_parser, save_seed, seed_list, table
 from benchmarks.pixels import run_record, summarize
 from rlkit.algos.dqn import BREAKOUT_MINATAR
 from rlkit.core.common import config_dict
@@ -36,19 +36,18 @@ def readme_lines(data: dict) -> list[str]:
     lines = [f"**Ape-X DQN on Breakout-MinAtar from pixels** (`python -m benchmarks.pixels_apex`"
              f": {m['cpu']}, {m['logical_cores']} logical cores; the one-process DQN run back to "
              f"back with it; `BREAKOUT_MINATAR`, one update per 2 frames; greedy mean of 20 "
-             f"episodes every 10,000 frames)", "", "| workers | seed | frames | frames/s | "
-             "updates/s | frames to 5 | minutes to 5 | best eval | workers parked |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"episodes every 10,000 frames)", ""]
+    rows = []
     for key, r in data["runs"].items():
-        workers, seed = key.split("/")
         five = r["reach"]["5"]
-        frames = f"{five['frames']:,}" if five["frames"] else "-"
-        minutes = f"{five['minutes']:.1f}" if five["frames"] else "-"
-        parked = f"{r['parked_share']:.0%}" if r.get("parked_share") is not None else "-"
-        lines.append(f"| {workers} | {seed} | {r['env_steps']:,} | {r['frames_per_second']:.0f} "
-                     f"| {r['updates_per_second']:.0f} | {frames} | {minutes} | "
-                     f"{max(r['eval_returns']):.1f} | {parked} |")
-    return lines + [""]
+        rows.append((*key.split("/"), f"{r['env_steps']:,}", f"{r['frames_per_second']:.0f}",
+                     f"{r['updates_per_second']:.0f}",
+                     f"{five['frames']:,}" if five["frames"] else "-",
+                     f"{five['minutes']:.1f}" if five["frames"] else "-",
+                     f"{max(r['eval_returns']):.1f}",
+                     f"{r['parked_share']:.0%}" if r.get("parked_share") is not None else "-"))
+    return lines + table(("workers", "seed", "frames", "frames/s", "updates/s", "frames to 5",
+                          "minutes to 5", "best eval", "workers parked"), rows) + [""]
 
 
 def main() -> None:

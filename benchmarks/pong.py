@@ -24,7 +24,7 @@ import statistics
 import tempfile
 import time
 
-from benchmarks.common import benchmark_parser, interrupt_after, save_seed
+from benchmarks.common import benchmark_parser, interrupt_after, save_seed, table
 from rlkit.algos.ppo import PONG_APPO
 from rlkit.core.common import config_dict
 
@@ -99,21 +99,22 @@ def readme_lines(data: dict) -> list[str]:
     s, m = data["summary"], data["machine"]
     lines = [f"**APPO on Atari Pong from pixels** (`python -m benchmarks.pong`: {m['cpu']}, "
              f"{m['logical_cores']} logical cores, GPU: {m.get('gpu') or 'none'}; "
-             f"{s['workers']} workers; greedy mean of 10 episodes; target {s['target']:g})", "",
-             "| seed | learner | agent steps | emulator frames/s | best greedy eval | "
-             "minutes to target | stopped at |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    for seed, r in data["runs"].items():
-        if r.get("frames_per_second") is None:
-            lines.append(f"| {seed} | {r['learner_device']} | - | - | - | - | "
-                         f"{r['stopped_at_minutes']:.1f} min, before its first checkpoint |")
-            continue
-        to_target = f"{r['minutes_to_target']:.1f}" if r["minutes_to_target"] else "not reached"
-        stopped = (f"{r['stopped_at_minutes']:.1f} min (`--minutes`)"
-                   if "stopped_at_minutes" in r else "budget or target")
-        lines.append(f"| {seed} | {r['learner_device']} | {r['env_steps']:,} | "
-                     f"{r['frames_per_second']:,.0f} | {r['best_eval']:g} | {to_target} | "
-                     f"{stopped} |")
-    return lines + [""]
+             f"{s['workers']} workers; greedy mean of 10 episodes; target {s['target']:g})", ""]
+    return lines + table(("seed", "learner", "agent steps", "emulator frames/s",
+                          "best greedy eval", "minutes to target", "stopped at"),
+                         (pong_row(seed, r) for seed, r in data["runs"].items())) + [""]
+
+
+def pong_row(seed: str, r: dict) -> tuple:
+    """One seed's cells in :func:`readme_lines`' table."""
+    if r.get("frames_per_second") is None:
+        return (seed, r["learner_device"], "-", "-", "-", "-",
+                f"{r['stopped_at_minutes']:.1f} min, before its first checkpoint")
+    return (seed, r["learner_device"], f"{r['env_steps']:,}", f"{r['frames_per_second']:,.0f}",
+            f"{r['best_eval']:g}",
+            f"{r['minutes_to_target']:.1f}" if r["minutes_to_target"] else "not reached",
+            f"{r['stopped_at_minutes']:.1f} min (`--minutes`)" if "stopped_at_minutes" in r
+            else "budget or target")
 
 
 def main() -> None:

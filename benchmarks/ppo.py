@@ -22,7 +22,7 @@ import dataclasses
 import statistics
 import time
 
-from benchmarks.common import benchmark_parser, seed_list, write_result
+from benchmarks.common import benchmark_parser, seed_list, table, write_result
 
 #: RL Baselines3 Zoo's PPO settings for CartPole-v1 (hyperparams/ppo.yml): 8 envs, 32 steps
 #: each, minibatches of 256, 20 epochs, lambda 0.8, gamma 0.98, no entropy bonus, learning
@@ -111,19 +111,19 @@ def readme_lines(data: dict) -> list[str]:
              "20 episodes every 5,000 env steps, solved at a mean of 475; Pendulum-v1: "
              "deterministic evaluation of 10 episodes every 10,000 env steps, solved at -200; "
              "seconds from the start of training, evaluations included; Ray runs: after actor "
-             "start-up)", "",
-             "| run | solved | median env steps (range) | median seconds (range) |",
-             "| --- | --- | --- | --- |"]
+             "start-up)", ""]
+    rows = []
     for key, s in data["summary"].items():
         if not s["solved"]:
-            lines.append(f"| {LABELS[key]} | 0/{s['seeds']} | - | - |")
+            rows.append((LABELS[key], f"0/{s['seeds']}", "-", "-"))
             continue
         lo, hi = s["range_steps_to_solve"]
         slo, shi = s["range_seconds_to_solve"]
-        lines.append(f"| {LABELS[key]} | {s['solved']}/{s['seeds']} | "
-                     f"{s['median_steps_to_solve']:,.0f} ({lo:,}-{hi:,}) | "
-                     f"{s['median_seconds_to_solve']:.1f} ({slo:.1f}-{shi:.1f}) |")
-    return lines + [""]
+        rows.append((LABELS[key], f"{s['solved']}/{s['seeds']}",
+                     f"{s['median_steps_to_solve']:,.0f} ({lo:,}-{hi:,})",
+                     f"{s['median_seconds_to_solve']:.1f} ({slo:.1f}-{shi:.1f})"))
+    return lines + table(("run", "solved", "median env steps (range)",
+                          "median seconds (range)"), rows) + [""]
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from benchmarks.common import benchmark_parser, write_result
+from benchmarks.common import benchmark_parser, table, write_result
 
 #: The arms: overrides of notebook 08's ``PPOConfig``.
 ARMS = {"10 epochs, clip 0.2 (PPO)": {}, "1 epoch, clip 0.2": {"epochs": 1},
@@ -47,10 +47,10 @@ def readme_lines(data: dict) -> list[str]:
     out = [f"**What PPO's epochs and clip buy** (`python -m benchmarks.ppo_ablation`; CartPole-v1, "
            f"{data['budget']:,} env steps per run with no early stop, seeds {seed_text}; *held* = every greedy evaluation from the "
            f"first at {data['target']:g} stayed there, *reached* = one got there and a later one "
-           f"fell back):", "", "| arm | held | reached, then fell back | never reached |",
-           "| --- | --- | --- | --- |"]
-    out += [f"| {arm} | {c['held']}/{seeds} | {c['reached']}/{seeds} | {c['never']}/{seeds} |"
-            for arm, c in data["summary"].items()]
+           f"fell back):", ""]
+    out += table(("arm", "held", "reached, then fell back", "never reached"),
+                 ((arm, f"{c['held']}/{seeds}", f"{c['reached']}/{seeds}", f"{c['never']}/{seeds}")
+                  for arm, c in data["summary"].items()))
     return out + [""]
 
 

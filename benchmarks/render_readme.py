@@ -15,6 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
+from benchmarks.common import table
 from benchmarks.lunar import readme_lines as lunar_lines
 from benchmarks.learner import readme_lines as learner_lines
 from benchmarks.pixels import readme_lines as pixels_lines
@@ -181,10 +182,10 @@ def render(results: Path, timing: dict) -> str:
                 f"{timing['machine']['logical_cores']} cores. Source: {timing['source']}.", ""]
     if nb01:
         out += ["**Notebook 01, per seed** (greedy eval over 20 episodes; wall seconds include "
-                "the evaluations):", "", "| seed | solved | env steps | wall seconds |",
-                "| --- | --- | --- | --- |"]
-        out += [f"| {s} | {v['solved']} | {v['env_steps']:,} | {v['wall_seconds']:.1f} |"
-                for s, v in nb01["seeds"].items()] + [""]
+                "the evaluations):", ""]
+        out += table(("seed", "solved", "env steps", "wall seconds"),
+                     ((s, v["solved"], f"{v['env_steps']:,}", f"{v['wall_seconds']:.1f}")
+                      for s, v in nb01["seeds"].items())) + [""]
     if nb02:
         by = nb02["steps_per_second_by_workers"]
         out += ["**Notebook 02, rollout throughput** (env steps per second, learner off, "
@@ -209,8 +210,9 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
     if nb03:
         out += ["**Notebook 03, SAC learner alone** (256x256 networks, batch 256, buffer on the "
-                "same device):", "", "| device | updates/s |", "| --- | --- |"]
-        out += [f"| {k} | {v:.0f} |" for k, v in nb03["learner_updates_per_second"].items()]
+                "same device):", ""]
+        out += table(("device", "updates/s"), ((k, f"{v:.0f}") for k, v in
+                                                nb03["learner_updates_per_second"].items()))
         out += [""]
     if tts:
         m = tts["machine"]
@@ -218,14 +220,15 @@ def render(results: Path, timing: dict) -> str:
         out += [f"**Time to solve, {n_seeds} seeds** (`python -m benchmarks.time_to_solve`; "
                 f"{m['cpu']}, "
                 f"{m['logical_cores']} logical cores, GPU: {m['gpu'] or 'none'}; torch "
-                f"{m['torch']}, Ray {m['ray']}):", "",
-                "| run | solved | median env steps to solve (range) | median seconds to solve (range) | ms per env step |",
-                "| --- | --- | --- | --- | --- |"]
-        for key, s in tts["summary"].items():
-            out.append(f"| {key} | {s['solved']}/{s['seeds']} | {s['median_steps_to_solve']:,.0f} "
-                       f"({s['range_steps_to_solve'][0]:,}-{s['range_steps_to_solve'][1]:,}) | "
+                f"{m['torch']}, Ray {m['ray']}):", ""]
+        out += table(("run", "solved", "median env steps to solve (range)",
+                      "median seconds to solve (range)", "ms per env step"),
+                     ((key, f"{s['solved']}/{s['seeds']}",
+                       f"{s['median_steps_to_solve']:,.0f} ({s['range_steps_to_solve'][0]:,}-"
+                       f"{s['range_steps_to_solve'][1]:,})",
                        f"{s['median_seconds_to_solve']:.1f} ({s['range_seconds_to_solve'][0]:.1f}-"
-                       f"{s['range_seconds_to_solve'][1]:.1f}) | {s['ms_per_env_step']:.2f} |")
+                       f"{s['range_seconds_to_solve'][1]:.1f})", f"{s['ms_per_env_step']:.2f}")
+                      for key, s in tts["summary"].items()))
         out += [""]
     for name, lines in (("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
                         ("lunar", lunar_lines), ("pixels", pixels_lines),
@@ -262,26 +265,24 @@ def render(results: Path, timing: dict) -> str:
             out += [f"Where the efficiency goes (median of {rollout['repeats']} interleaved "
                     "runs [range], each against the one-process loop measured just before it): "
                     "the same loop in k plain processes at once (no Ray), in k Ray actors with "
-                    "no call while they step, and the batched design.", "",
-                    "| workers | " + " | ".join(label for _, label in designs) + " |",
-                    "| --- |" + " --- |" * len(designs)]
-            out += [f"| {k} | " + " | ".join(
+                    "no call while they step, and the batched design.", ""]
+            out += table(("workers", *(label for _, label in designs)), ((k, *(
                 f"{runs[d][k]['median']:.2f} [{runs[d][k]['min']:.2f}-{runs[d][k]['max']:.2f}]"
-                for d, _ in designs) + " |"
-                for k in runs["batched"]]
+                for d, _ in designs)) for k in runs["batched"]))
             out += [""]
     apex = _load(bench / "apex.json")
     if apex:
         r = apex["summary"]
         out += ["**Ape-X, 3 seeds** (`python -m benchmarks.apex`; seconds after set-up, "
-                "evaluations included):", "",
-                "| run | solved | median env steps (range) | median seconds (range) |",
-                "| --- | --- | --- | --- |"]
+                "evaluations included):", ""]
+        rows = []
         for name, label in (("dqn", "Ape-X DQN, CartPole-v1"), ("ddpg", "Ape-X DDPG, Pendulum-v1")):
             s, steps, secs = r[name], r[name]["range_steps_to_solve"], r[name]["range_seconds_to_solve"]
-            out.append(f"| {label} | {s['solved']}/{s['seeds']} | {s['median_steps_to_solve']:,.0f} "
-                       f"({steps[0]:,}-{steps[1]:,}) | {s['median_seconds_to_solve']:.1f} "
-                       f"({secs[0]:.1f}-{secs[1]:.1f}) |")
+            rows.append((label, f"{s['solved']}/{s['seeds']}",
+                         f"{s['median_steps_to_solve']:,.0f} ({steps[0]:,}-{steps[1]:,})",
+                         f"{s['median_seconds_to_solve']:.1f} ({secs[0]:.1f}-{secs[1]:.1f})"))
+        out += table(("run", "solved", "median env steps (range)", "median seconds (range)"),
+                     rows)
         out += ["", f"Sum tree, `sample(256)` + `update(256)` on 131,072 slots: "
                 f"{r['sumtree_batches_per_second']:,.0f} batches/s (a binary tree, same code: "
                 f"{r['binary_tree_batches_per_second']:,.0f}).", ""]
@@ -289,17 +290,19 @@ def render(results: Path, timing: dict) -> str:
     if a3c or impala:
         out += ["**Time to solve CartPole, policy-gradient methods, 3 seeds** (`python -m "
                 "benchmarks.a3c`, `python -m benchmarks.impala`; seconds after actor start-up):",
-                "", "| run | solved | median env steps (range) | median seconds (range) |",
-                "| --- | --- | --- | --- |"]
-        rows = list((a3c or {}).get("summary", {}).items())
-        rows += [("impala", impala["summary"])] if impala else []
-        for name, r in rows:
+                ""]
+        summaries = list((a3c or {}).get("summary", {}).items())
+        summaries += [("impala", impala["summary"])] if impala else []
+        rows = []
+        for name, r in summaries:
             steps = r.get("range_steps_to_solve")
             steps_text = f" ({steps[0]:,}-{steps[1]:,})" if steps else ""
             secs = r["range_seconds_to_solve"]
-            out.append(f"| {name} | {r['solved']}/{r['seeds']} | {r['median_steps_to_solve']:,}"
-                       f"{steps_text} | {r['median_seconds_to_solve']:.1f} "
-                       f"({secs[0]:.1f}-{secs[1]:.1f}) |")
+            rows.append((name, f"{r['solved']}/{r['seeds']}",
+                         f"{r['median_steps_to_solve']:,}{steps_text}",
+                         f"{r['median_seconds_to_solve']:.1f} ({secs[0]:.1f}-{secs[1]:.1f})"))
+        out += table(("run", "solved", "median env steps (range)", "median seconds (range)"),
+                     rows)
         if impala:
             r = impala["summary"]
             out += ["", f"IMPALA's learner consumed {r['learner_steps_per_second']:,.0f} env "
@@ -321,13 +324,13 @@ def render(results: Path, timing: dict) -> str:
                 "learner's `get_weights` + sending the server the weights (by value up to 0.9 MiB "
                 "in a cluster `init_ray` starts, else `ray.put` + the reference; it does not "
                 "wait), fetch = the worker reading the version answer it asked for one fragment "
-                "ahead + load. *Blocking*: both sides wait for every reply.", "",
-                "| network | KiB | publish | fetch | total (target < 2) | blocking total |",
-                "| --- | --- | --- | --- | --- | --- |"]
-        out += [f"| {name} | {r['bytes'] / 1024:.0f} | {r['publish_ms_median']:.2f} | "
-                f"{r['fetch_ms_median']:.2f} | {r['total_ms_median']:.2f} | "
-                f"{r['blocking_total_ms_median']:.2f} |"
-                for name, r in sync["results"].items()] + [""]
+                "ahead + load. *Blocking*: both sides wait for every reply.", ""]
+        out += table(("network", "KiB", "publish", "fetch", "total (target < 2)",
+                      "blocking total"),
+                     ((name, f"{r['bytes'] / 1024:.0f}", f"{r['publish_ms_median']:.2f}",
+                       f"{r['fetch_ms_median']:.2f}", f"{r['total_ms_median']:.2f}",
+                       f"{r['blocking_total_ms_median']:.2f}")
+                      for name, r in sync["results"].items())) + [""]
     return "\n".join(out)
 
 

@@ -219,3 +219,11 @@ def test_pixels_benchmark_stops_a_seed_on_time_and_resumes_it_from_its_checkpoin
     assert done["eval_steps"][:len(stopped["eval_steps"])] == stopped["eval_steps"]
     assert done["eval_returns"][:len(stopped["eval_returns"])] == stopped["eval_returns"]
     assert done["wall_seconds"] > stopped["wall_seconds"]
+
+
+def test_a_markdown_table_has_its_header_rule_and_one_line_per_row():
+    from benchmarks.common import table
+
+    assert table(("seed", "solved"), [(0, True), ("1", "-")]) == [
+        "| seed | solved |", "| --- | --- |", "| 0 | True |", "| 1 | - |"]
+    assert table(("a",), []) == ["| a |", "| --- |"]
