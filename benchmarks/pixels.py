@@ -78,6 +78,12 @@ def first_reaching(eval_steps: list[int], eval_seconds: list[float], returns: li
     return None, None
 
 
+def reach_cells(reach: dict) -> tuple[str, str]:
+    """A threshold's first crossing (``run_record``'s ``reach[t]``) as table cells: frames and
+    minutes, or ``-`` twice if the run never reached it."""
+    return (f"{reach['frames']:,}", f"{reach['minutes']:.1f}") if reach["frames"] else ("-", "-")
+
+
 def readme_lines(data: dict) -> list[str]:
     """The README's block for ``benchmarks/results/pixels.json``."""
     s, m = data["summary"], data["machine"]
@@ -87,11 +93,9 @@ def readme_lines(data: dict) -> list[str]:
              f"{s['total_steps']:,} frames; random play 0.5)", ""]
     rows = []
     for seed, r in data["runs"].items():
-        reach = [r["reach"][str(t)] for t in THRESHOLDS]
-        rows.append((seed, *(f"{x['frames']:,}" if x["frames"] else "-" for x in reach),
-                     *(f"{x['minutes']:.1f}" if x["frames"] else "-" for x in reach),
-                     f"{max(r['eval_returns']):.1f}", f"{r['updates_per_second']:.0f}",
-                     f"{r['frames_per_second']:.0f}"))
+        frames, minutes = zip(*(reach_cells(r["reach"][str(t)]) for t in THRESHOLDS))
+        rows.append((seed, *frames, *minutes, f"{max(r['eval_returns']):.1f}",
+                     f"{r['updates_per_second']:.0f}", f"{r['frames_per_second']:.0f}"))
     lines += table(("seed", "frames to 5", "to 10", "to 15", "minutes to 5", "to 10", "to 15",
                     "best eval", "updates/s", "frames/s"), rows)
     for name, m in data.get("replay_memory", {}).items():

@@ -22,7 +22,7 @@ import dataclasses
 import time
 
 from benchmarks.common import benchmark_parser, save_seed, seed_list, table
-from benchmarks.pixels import run_record, summarize
+from benchmarks.pixels import reach_cells, run_record, summarize
 from rlkit.algos.dqn import BREAKOUT_MINATAR
 from rlkit.core.common import config_dict
 
@@ -37,17 +37,17 @@ def readme_lines(data: dict) -> list[str]:
              f": {m['cpu']}, {m['logical_cores']} logical cores; the one-process DQN run back to "
              f"back with it; `BREAKOUT_MINATAR`, one update per 2 frames; greedy mean of 20 "
              f"episodes every 10,000 frames)", ""]
-    rows = []
-    for key, r in data["runs"].items():
-        five = r["reach"]["5"]
-        rows.append((*key.split("/"), f"{r['env_steps']:,}", f"{r['frames_per_second']:.0f}",
-                     f"{r['updates_per_second']:.0f}",
-                     f"{five['frames']:,}" if five["frames"] else "-",
-                     f"{five['minutes']:.1f}" if five["frames"] else "-",
-                     f"{max(r['eval_returns']):.1f}",
-                     f"{r['parked_share']:.0%}" if r.get("parked_share") is not None else "-"))
     return lines + table(("workers", "seed", "frames", "frames/s", "updates/s", "frames to 5",
-                          "minutes to 5", "best eval", "workers parked"), rows) + [""]
+                          "minutes to 5", "best eval", "workers parked"),
+                         (apex_row(key, r) for key, r in data["runs"].items())) + [""]
+
+
+def apex_row(key: str, r: dict) -> tuple:
+    """One run's cells in :func:`readme_lines`' table (``key``: ``"<workers>/<seed>"``)."""
+    parked = f"{r['parked_share']:.0%}" if r.get("parked_share") is not None else "-"
+    return (*key.split("/"), f"{r['env_steps']:,}", f"{r['frames_per_second']:.0f}",
+            f"{r['updates_per_second']:.0f}", *reach_cells(r["reach"]["5"]),
+            f"{max(r['eval_returns']):.1f}", parked)
 
 
 def main() -> None:

@@ -39,7 +39,7 @@ def dqn_targets(q: QNetwork, q_target: QNetwork, rewards: torch.Tensor,
     Args:
         q, q_target: Online and target networks.
         rewards: ``(B,)`` (n-step: the discounted sum of the window's rewards);
-            next_obs: ``(B, obs_dim)``; terminations: ``(B,)``.
+            next_obs: ``(B, *obs_shape)``; terminations: ``(B,)``.
         gamma: The bootstrap factor: a float discount, or ``(B,)`` per-transition
             ``gamma ** k_i`` for n-step transitions.
         double: Use the Double-DQN action selection.

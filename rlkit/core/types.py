@@ -21,11 +21,11 @@ ActionKind = Literal["discrete", "continuous"]
 #: Network weights as they travel between processes: ``{parameter name: numpy array}``.
 Weights = dict[str, np.ndarray]
 
-#: A batched policy: observations ``(N, obs_dim)`` float32 -> actions ``(N,)`` (discrete) or
-#: ``(N, act_dim)`` (continuous).
+#: A batched policy: observations ``(N, *obs_shape)`` (see :class:`Batch`) -> actions ``(N,)``
+#: (discrete) or ``(N, act_dim)`` (continuous).
 BatchPolicy = Callable[[np.ndarray], np.ndarray]
 
-#: A sampling policy (IMPALA, A2C): observations ``(N, obs_dim)`` float32 -> actions ``(N,)``
+#: A sampling policy (IMPALA, A2C): observations ``(N, *obs_shape)`` -> actions ``(N,)``
 #: int64 and their log-probabilities ``(N,)`` float32 under the policy that chose them.
 SamplingPolicy = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -49,13 +49,15 @@ class StatefulPolicy(Protocol):
 
 
 class Batch(NamedTuple):
-    """A batch of ``B`` transitions, as numpy arrays.
+    """A batch of ``B`` transitions, as numpy arrays. Observations keep the env's shape and
+    dtype (:class:`~rlkit.core.spaces.ObsSpec`): ``(B, obs_dim)`` float32 for a vector,
+    ``(B, C, H, W)`` uint8 for frames, converted to float only in the network.
 
     Attributes:
-        obs: ``(B, obs_dim)`` float32 observations.
+        obs: ``(B, *obs_shape)`` observations.
         actions: ``(B,)`` int64 for discrete actions, ``(B, act_dim)`` float32 for continuous.
         rewards: ``(B,)`` float32.
-        next_obs: ``(B, obs_dim)`` float32 observations after the step.
+        next_obs: ``(B, *obs_shape)`` observations after the step.
         terminations: ``(B,)`` float32, 1.0 where the episode truly ended (a terminal state with
             no future reward). A time-limit truncation is stored as 0.0: its target still
             bootstraps from ``next_obs``.
@@ -78,10 +80,10 @@ class NStepBatch(NamedTuple):
     than ``n`` when the episode ended (terminated or truncated) inside the window.
 
     Attributes:
-        obs: ``(B, obs_dim)`` float32, the first observation of the window.
+        obs: ``(B, *obs_shape)`` as in :class:`Batch`, the first observation of the window.
         actions: ``(B,)`` int64 or ``(B, act_dim)`` float32, the first action.
         rewards: ``(B,)`` float32, the discounted sum ``sum_{j<k} gamma**j r_{t+j}``.
-        next_obs: ``(B, obs_dim)`` float32, the real observation after the window's last step
+        next_obs: ``(B, *obs_shape)``, the real observation after the window's last step
             (for a truncation: the final observation the env returned, not a reset one).
         terminations: ``(B,)`` float32, 1.0 if the window ended in a true termination.
         discounts: ``(B,)`` float32, ``gamma ** k_i``: the factor of the bootstrap value, so the
