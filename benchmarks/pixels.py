@@ -148,7 +148,8 @@ def train_seed(config, folder: Path, minutes: float | None) -> dict:
         if minutes is None:
             raise
         saved = load_checkpoint(folder, "DQN", config)
-        return {**run_record(saved, saved.updates, "cpu", begin), "stopped_at_minutes": minutes}
+        return {**run_record(saved, saved.updates, "cpu", begin),
+                "stopped_at_minutes": (time.perf_counter() - begin) / 60}  # (a Ctrl-C by hand too)
     finally:
         interrupt_after(0)  # (0 cancels a timer still running)
 

@@ -211,7 +211,7 @@ def test_pixels_benchmark_stops_a_seed_on_time_and_resumes_it_from_its_checkpoin
                                  eval_every=1_000, eval_episodes=1, buffer_size=5_000)
     folder = tmp_path / "seed0"
     stopped = train_seed(config, folder, minutes=0.05)  # 3 s: a Ctrl-C, then its checkpoint
-    assert stopped["stopped_at_minutes"] == 0.05 and 0 < stopped["env_steps"] < 10**6
+    assert stopped["stopped_at_minutes"] >= 0.05 and 0 < stopped["env_steps"] < 10**6
     assert stopped["eval_steps"] == list(range(1_000, stopped["env_steps"] + 1, 1_000))
     budget = stopped["env_steps"] + 1_000
     done = train_seed(dataclasses.replace(config, total_steps=budget), folder, minutes=None)
