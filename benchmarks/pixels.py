@@ -94,10 +94,11 @@ def readme_lines(data: dict) -> list[str]:
     rows = []
     for seed, r in data["runs"].items():
         frames, minutes = zip(*(reach_cells(r["reach"][str(t)]) for t in THRESHOLDS))
-        rows.append((seed, *frames, *minutes, f"{max(r['eval_returns']):.1f}",
+        run = f"{r['env_steps']:,}" + (" (stopped)" if "stopped_at_minutes" in r else "")
+        rows.append((seed, run, *frames, *minutes, f"{max(r['eval_returns']):.1f}",
                      f"{r['updates_per_second']:.0f}", f"{r['frames_per_second']:.0f}"))
-    lines += table(("seed", "frames to 5", "to 10", "to 15", "minutes to 5", "to 10", "to 15",
-                    "best eval", "updates/s", "frames/s"), rows)
+    lines += table(("seed", "frames run", "frames to 5", "to 10", "to 15", "minutes to 5",
+                    "to 10", "to 15", "best eval", "updates/s", "frames/s"), rows)
     for name, m in data.get("replay_memory", {}).items():
         lines += [""] if lines[-1] else []  # (a table ends at a blank line)
         lines.append(f"Replay of {name}: {m['estimate_bytes'] / 2**20:,.0f} MiB estimated by the "

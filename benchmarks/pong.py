@@ -92,7 +92,6 @@ def stopped_record(checkpoint_dir: str, config, minutes: float) -> dict:
             "stopped_at_minutes": minutes}
 
 
-
 def readme_lines(data: dict) -> list[str]:
     """The README's block for a ``pong*.json``: per seed, frames/s, how far it got, and when it
     reached :data:`TARGET` (or that ``--minutes`` stopped it first)."""

@@ -20,7 +20,7 @@ from rlkit.algos.actor_specs import ActorCriticSpec
 from rlkit.algos.continuous_learner import ContinuousLearner, with_uniform_warmup
 from rlkit.core.common import bootstrap_target, polyak_update
 from rlkit.core.gradients import gradient_step
-from rlkit.core.networks import (SquashedGaussianActor, TwinQ, make_adam)
+from rlkit.core.networks import SquashedGaussianActor, TwinQ, make_adam
 from rlkit.core.types import BatchPolicy, TensorBatch
 from rlkit.core.validation import SEED_MAX, flag, integer, layers, number, text
 from rlkit.core.workers import WorkerShape
