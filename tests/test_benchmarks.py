@@ -127,16 +127,21 @@ def test_pixels_benchmark_reports_the_first_evaluation_at_each_score():
     run = {"reach": {str(t): dict(zip(("frames", "minutes"),
                                       first_reaching(steps, seconds, means, t)))
                      for t in (5, 10, 15)},
-           "eval_returns": means, "updates_per_second": 90.0, "frames_per_second": 220.0}
+           "eval_returns": means, "updates_per_second": 90.0, "frames_per_second": 220.0,
+           "env_steps": 30_000}
     slow = {**run, "reach": {**run["reach"], "5": {"frames": 30_000, "minutes": 4.0}}}
     summary = summarize({"0": run, "1": slow}, 30_000)
     assert summary["5"] == {"reached": 2, "median_frames": 25_000, "median_minutes": 3.0}
     assert summary["15"] == {"reached": 0, "median_frames": None, "median_minutes": None}
     memory = {"1M": {"estimate_bytes": 816 * 2**20, "resident_bytes": 817 * 2**20,
                      "resident_over_estimate": 817 / 816}}
-    rows = readme_lines({"summary": summary, "runs": {"0": run}, "replay_memory": memory,
+    stopped = {**run, "stopped_at_minutes": 3.5}  # a seed stopped before its budget says so
+    rows = readme_lines({"summary": summary, "runs": {"0": run, "1": stopped},
+                         "replay_memory": memory,
                          "machine": {"cpu": "x", "logical_cores": 2, "gpu": None}})
-    assert "| 0 | 20,000 | 20,000 | - | 2.0 | 2.0 | - | 10.5 | 90 | 220 |" in rows
+    assert "| 0 | 30,000 | 20,000 | 20,000 | - | 2.0 | 2.0 | - | 10.5 | 90 | 220 |" in rows
+    assert ("| 1 | 30,000 (stopped) | 20,000 | 20,000 | - | 2.0 | 2.0 | - | 10.5 | 90 | 220 |"
+            in rows)
     assert rows[-3:] == ["", "Replay of 1M: 816 MiB estimated by the memory check before "
                          "allocating, 817 MiB resident once filled (1.001x).", ""]
     assert BREAKOUT_MINATAR.env_id == "rlkit/BreakoutMinAtar-v0"
