@@ -71,11 +71,22 @@ def curve_record(h, env_steps: int, wall_seconds: float) -> dict:
             "eval_returns": h.eval_returns}
 
 
+def tenths(values: list[float]) -> list[float]:
+    """The means of ``values`` in ten consecutive slices of (nearly) equal length (fewer if
+    there are fewer than ten values): how a learner's metric moved over the run."""
+    edges = [round(k * len(values) / 10) for k in range(11)]
+    return [statistics.fmean(values[a:b]) for a, b in zip(edges, edges[1:]) if b > a]
+
+
 def run_record(result) -> dict:
-    """What one seed's finished run reports: its curve, its learner's rate and device."""
+    """What one seed's finished run reports: its curve, its learner's rate and device, and
+    each learner metric (PPO's entropy, approximate KL, clip fraction, ...) and the policy lag
+    in tenths of the run: whether the policy collapsed, or moved at all."""
     return {**curve_record(result.history, result.env_steps, result.wall_seconds),
             "updates_per_second": result.updates / max(result.learner_busy_seconds, 1e-9),
-            "learner_device": result.device}
+            "learner_device": result.device,
+            "learner_tenths": {key: tenths(values) for key, values in
+                               {**result.diagnostics, "policy_lag": result.policy_lags}.items()}}
 
 
 def stopped_record(checkpoint_dir: str, config, minutes: float) -> dict:
@@ -98,19 +109,24 @@ def readme_lines(data: dict) -> list[str]:
     s, m = data["summary"], data["machine"]
     lines = [f"**APPO on Atari Pong from pixels** (`python -m benchmarks.pong`: {m['cpu']}, "
              f"{m['logical_cores']} logical cores, GPU: {m.get('gpu') or 'none'}; "
-             f"{s['workers']} workers; greedy mean of 10 episodes; target {s['target']:g})", ""]
+             f"{s['workers']} workers; greedy mean of 10 episodes; target {s['target']:g}; the "
+             f"entropy of a uniform policy over Pong's 6 actions is 1.792)", ""]
     return lines + table(("seed", "learner", "agent steps", "emulator frames/s",
-                          "best greedy eval", "minutes to target", "stopped at"),
+                          "best greedy eval", "training mean, first -> last 100k steps",
+                          "entropy, first -> last tenth", "minutes to target", "stopped at"),
                          (pong_row(seed, r) for seed, r in data["runs"].items())) + [""]
 
 
 def pong_row(seed: str, r: dict) -> tuple:
     """One seed's cells in :func:`readme_lines`' table."""
     if r.get("frames_per_second") is None:
-        return (seed, r["learner_device"], "-", "-", "-", "-",
+        return (seed, r["learner_device"], "-", "-", "-", "-", "-", "-",
                 f"{r['stopped_at_minutes']:.1f} min, before its first checkpoint")
+    means, entropy = r.get("training_means"), r.get("learner_tenths", {}).get("entropy")
     return (seed, r["learner_device"], f"{r['env_steps']:,}", f"{r['frames_per_second']:,.0f}",
             f"{r['best_eval']:g}",
+            f"{means[0][1]:.1f} -> {means[-1][1]:.1f}" if means else "-",
+            f"{entropy[0]:.3f} -> {entropy[-1]:.3f}" if entropy else "-",
             f"{r['minutes_to_target']:.1f}" if r["minutes_to_target"] else "not reached",
             f"{r['stopped_at_minutes']:.1f} min (`--minutes`)" if "stopped_at_minutes" in r
             else "budget or target")

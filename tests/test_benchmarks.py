@@ -174,12 +174,16 @@ def test_pong_benchmark_reports_the_first_evaluation_at_18_in_frames(tmp_path):
             h.log_eval(200_000 * (k + 1), 600.0 * (k + 1), r, 0.0)
         return SimpleNamespace(history=h, env_steps=200_000 * len(returns), updates=100,
                                wall_seconds=600.0 * len(returns), learner_busy_seconds=50.0,
-                               device="cpu")
+                               device="cpu", policy_lags=[0, 1, 2],
+                               diagnostics={"entropy": [float(k) for k in range(20)]})
 
     reached = run_record(result([-20.0, 18.5, 17.0, 20.0]))
     assert reached["training_means"] == []  # (no training episodes in this history)
     assert reached["steps_to_target"] == 400_000 and reached["minutes_to_target"] == 20.0
     assert reached["frames_per_second"] == 4 * 200_000 / 600.0 and reached["best_eval"] == 20.0
+    # each learner metric in tenths of the run (fewer values than ten: one slice each)
+    assert reached["learner_tenths"] == {"entropy": [0.5 + 2 * k for k in range(10)],
+                                         "policy_lag": [0.0, 1.0, 2.0]}
     never = run_record(result([-21.0, -5.0]))
     assert never["steps_to_target"] is None
     summary = summarize({"0": reached, "1": never}, workers=15, cpus=16.0, total_steps=10**7)
