@@ -152,21 +152,25 @@ def render(results: Path, timing: dict) -> str:
             f"{nb08['appo_policy_lag_mean']:.2f}) |")
     nb09 = _load(results / "09_pixels.json")
     if nb09:
-        appo = nb09["appo"]
+        ray_runs, ceiling = nb09["on_ray"], nb09["ceiling_steps_per_second"]
+        appo, one, two = (ray_runs[k] for k in ("APPO, 2 workers", "IMPALA, 1 worker",
+                                                 "IMPALA, 2 workers"))
         lines.append(
             "| [09 · Breakout from pixels](notebooks/09_breakout_pixels.ipynb) | frames as uint8 "
             "end to end, bytes per fragment and replay, a conv encoder chosen by the observation; "
-            "DQN and PPO in one process, APPO on Ray with 1 and 2 workers against the rollout "
-            "ceiling; Ape-X DQN against one-process DQN, from its benchmark "
+            "DQN and PPO in one process, APPO and IMPALA on Ray against the rollout ceiling: "
+            "which side limits; Ape-X DQN against one-process DQN, from its benchmark "
             f"| {_fmt_time(runtimes.get('09_breakout_pixels.ipynb'))} | greedy mean >= "
             f"{nb09['target']:.0f} (random {nb09['random_return']:.2f}): DQN at "
             f"{nb09['dqn_env_steps']:,} frames, {nb09['dqn_wall_seconds']:.0f} s; PPO at "
-            f"{nb09['ppo_env_steps']:,}, {nb09['ppo_wall_seconds']:.0f} s; APPO 2 workers at "
-            f"{appo['2']['env_steps']:,}, {appo['2']['wall_seconds']:.0f} s, "
-            f"{appo['2']['consumption_steps_per_second'] / nb09['ceiling_steps_per_second']:.2f}"
-            f"x the rollout ceiling (1 worker "
-            f"{appo['1']['consumption_steps_per_second'] / nb09['ceiling_steps_per_second']:.2f}"
-            f"x); a fragment {nb09['fragment_bytes']:,} bytes ("
+            f"{nb09['ppo_env_steps']:,}, {nb09['ppo_wall_seconds']:.0f} s; on Ray, APPO 2 "
+            f"workers at "
+            f"{appo['env_steps']:,}, {appo['wall_seconds']:.0f} s, "
+            f"{appo['frames_per_second'] / ceiling:.2f}x the rollout ceiling (learner-bound); "
+            f"IMPALA 2 workers at {two['env_steps']:,}, {two['wall_seconds']:.0f} s, "
+            f"{two['frames_per_second'] / ceiling:.2f}x (1 worker "
+            f"{one['frames_per_second'] / ceiling:.2f}x); a fragment "
+            f"{nb09['fragment_bytes']:,} bytes ("
             f"{nb09['fragment_bytes_float32'] / nb09['fragment_bytes']:.1f}x as float32) |")
     out = lines + [""]
     if timing:

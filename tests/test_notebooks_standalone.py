@@ -64,7 +64,8 @@ OWN_STATE = {
                    "ppo_ray": run(env_steps=2_000), "appo": run(env_steps=3_000),
                    "pendulum": run(env_steps=80_000)},
     "09": lambda: {"SEED": 0, "dqn_run": run(env_steps=20_000), "ppo_run": run(env_steps=60_000),
-                   "appo_runs": {1: run(env_steps=90_000), 2: run(env_steps=100_000)}},
+                   "appo_run": run(env_steps=100_000),
+                   "impala_runs": {1: run(env_steps=250_000), 2: run(env_steps=280_000)}},
 }
 #: Trainers a results-reading cell calls (it may import them itself), replaced by stand-ins
 #: that return at once: the fallbacks that train what another notebook would have saved, and
@@ -83,7 +84,8 @@ OWN_RESULTS = {
                       "pendulum_wall_seconds": 50.0, "seed": 0}},
     "09": {"09_pixels": {"dqn_env_steps": 20_000, "dqn_wall_seconds": 90.0,
                          "ppo_env_steps": 60_000, "ppo_wall_seconds": 30.0,
-                         "appo_env_steps": 100_000, "appo_wall_seconds": 60.0, "seed": 0}},
+                         "appo_env_steps": 100_000, "appo_wall_seconds": 60.0,
+                         "impala_env_steps": 280_000, "impala_wall_seconds": 40.0, "seed": 0}},
 }
 
 
