@@ -79,8 +79,12 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 def interrupt_after(minutes: float | None) -> None:
     """Deliver a Ctrl-C (``SIGINT``) after ``minutes`` (``None``: never; ``0`` cancels a timer
     still running): how ``--minutes`` stops a seed so that a run of fixed length keeps its
-    curve (the trainers save a checkpoint on a Ctrl-C)."""
+    curve (the trainers save a checkpoint on a Ctrl-C). A process started with ``SIGINT``
+    ignored (a job put in the background by a shell without job control) gets Python's own
+    handler back first: else the timer's Ctrl-C would be dropped and the seed run on."""
     if minutes is not None:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))
         signal.setitimer(signal.ITIMER_REAL, 60 * minutes)
 

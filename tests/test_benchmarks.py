@@ -236,3 +236,22 @@ def test_a_markdown_table_has_its_header_rule_and_one_line_per_row():
     assert table(("seed", "solved"), [(0, True), ("1", "-")]) == [
         "| seed | solved |", "| --- | --- |", "| 0 | True |", "| 1 | - |"]
     assert table(("a",), []) == ["| a |", "| --- |"]
+
+
+def test_the_minutes_timer_interrupts_a_process_that_ignores_ctrl_c():
+    """``interrupt_after`` in a process started with ``SIGINT`` ignored (a shell's background
+    job): the timer's Ctrl-C still arrives as a ``KeyboardInterrupt``, not dropped."""
+    import signal
+    import time
+
+    from benchmarks.common import interrupt_after
+
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            interrupt_after(0.05 / 60)  # 50 ms
+            time.sleep(30)  # (a few ms on any machine; 30 s only if the Ctrl-C were dropped)
+    finally:
+        interrupt_after(0)
+        signal.signal(signal.SIGINT, before)
