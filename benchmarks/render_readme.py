@@ -236,7 +236,8 @@ def render(results: Path, timing: dict) -> str:
         out += [""]
     for name, lines in (("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
                         ("lunar", lunar_lines), ("pixels", pixels_lines),
-                        ("pixels_1m", pixels_lines), ("pixels_apex", pixels_apex_lines), ("pong_h100", pong_lines)):
+                        ("pixels_1m", pixels_lines), ("pixels_apex", pixels_apex_lines),
+                        ("pong_h100", pong_lines)):
         data = _load(bench / f"{name}.json")  # each benchmark renders its own block
         if data:
             out += lines(data)
