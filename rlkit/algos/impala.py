@@ -150,7 +150,7 @@ class IMPALAConfig(Validated):
 #: (:data:`rlkit.algos.ppo.BREAKOUT_MINATAR`: 8 envs x 64 steps, batches of 2 fragments, 1,024
 #: frames), but one SGD step on each whole batch where PPO takes 16; learning rate 2e-3,
 #: gradients clipped at a norm of 0.5, one hidden layer of 128 over the MinAtar encoder, and an
-#: entropy bonus of 0.02, twice PPO's: at 0.01, one run in 12 ended its 800,000 frames at a
+#: entropy bonus of 0.02, twice PPO's: at 0.01, one run in 16 ended its 800,000 frames at a
 #: greedy mean of 0 (in another trial, at lr 1e-3, such a fall, from 4.7 to 0.1, came with the
 #: policy's entropy falling to about half). Greedy evaluations of 20 episodes
 #: every 10,000 frames, no target (a run gives one with ``target_return``). Chosen in short runs
