@@ -1,8 +1,9 @@
 """APPO on Atari Pong from pixels: frames and minutes to a greedy mean of 18, per seed.
 
 The settings are :data:`rlkit.algos.ppo.PONG_APPO` (``Atari/Pong-v5``: ALE v5, 4 stacked 84x84
-grey frames, the Nature conv net). Workers fill the machine (its CPUs minus the learner's); the
-learner trains on the GPU when the machine has one (``learner_gpus=1``), else on the CPU; a
+grey frames, the Nature conv net, shared by the policy and the value). Workers fill the machine
+(its CPUs minus the learner's); the learner trains on the GPU when the machine has one
+(``learner_gpus=1``), else on the CPU; a
 greedy evaluation of 10 episodes every 200,000 agent steps; one agent step is 4 emulator
 frames. Hours on a 2-core CPU: this is the run for a machine with many cores and a GPU.
 ``--minutes M`` stops a seed after M minutes of its run, as a Ctrl-C would (the run saves a
@@ -107,9 +108,12 @@ def readme_lines(data: dict) -> list[str]:
     """The README's block for a ``pong*.json``: per seed, frames/s, how far it got, and when it
     reached :data:`TARGET` (or that ``--minutes`` stopped it first)."""
     s, m = data["summary"], data["machine"]
+    encoder = ("one conv net under the policy and the value" if data["config"].get(
+        "shared_encoder") else "a conv net each for the policy and the value")
     lines = [f"**APPO on Atari Pong from pixels** (`python -m benchmarks.pong`: {m['cpu']}, "
              f"{m['logical_cores']} logical cores, GPU: {m.get('gpu') or 'none'}; "
-             f"{s['workers']} workers; greedy mean of 10 episodes; target {s['target']:g}; the "
+             f"{s['workers']} workers; {encoder}; greedy mean of 10 episodes; target "
+             f"{s['target']:g}; the "
              f"entropy of a uniform policy over Pong's 6 actions is 1.792)", ""]
     return lines + table(("seed", "learner", "agent steps", "emulator frames/s",
                           "best greedy eval", "training mean, first -> last 100k steps",

@@ -76,5 +76,8 @@ def test_appo_trains_on_pong_frames_on_ray_and_leaves_nothing_running(ray_cluste
     assert result.env_steps >= 384 and result.updates >= 1
     first_conv = [w for w in result.weights.values() if np.asarray(w).ndim == 4][0]
     assert np.asarray(first_conv).shape == (32, 4, 8, 8)
+    # one conv net under the policy and the value (shared_encoder): the same weights in both
+    np.testing.assert_array_equal(result.weights["actor.0.net.0.weight"],
+                                  result.weights["critic.0.net.0.weight"])
     assert len(result.history.eval_returns) == 1 and -21 <= result.history.eval_returns[0] <= 21
     assert wait_until_no_actors() == []

@@ -72,6 +72,46 @@ def test_the_on_policy_algorithms_train_on_frames_in_one_process(algorithm):
     assert result.updates >= 1 and len(result.history.eval_returns) >= 1
 
 
+def test_a_shared_encoder_is_one_conv_net_under_both_heads():
+    """``shared_encoder=True``: one encoder object is the first layer of the actor and of the
+    critic, its parameters counted once, its features computed once for both heads and
+    trained by the value's loss too; the weights travel as a state dict like any other."""
+    from rlkit.algos.actor_critic import ActorCritic
+    from rlkit.core.networks import load_numpy_weights, module_weights
+
+    torch.manual_seed(0)
+    shared, separate = (ActorCritic(ATARI, 6, (16,), shared_encoder=True),
+                        ActorCritic(ATARI, 6, (16,)))
+    assert shared.actor[0] is shared.critic[0] and separate.actor[0] is not separate.critic[0]
+    conv = sum(p.numel() for p in make_encoder(ATARI).parameters())
+    assert (sum(p.numel() for p in separate.parameters())
+            - sum(p.numel() for p in shared.parameters())) == conv
+    frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    logits, values = shared(frames)
+    torch.testing.assert_close(logits, shared.actor(frames))
+    torch.testing.assert_close(values, shared.critic(frames).squeeze(-1))
+    values.sum().backward()  # the value's loss alone reaches the features the policy reads
+    assert shared.actor[0].net[0].weight.grad.abs().sum() > 0
+    assert shared.actor[1][0].weight.grad is None
+    worker = ActorCritic(ATARI, 6, (16,), shared_encoder=True)
+    load_numpy_weights(worker, module_weights(shared))
+    assert worker.actor[0] is worker.critic[0]
+    torch.testing.assert_close(worker(frames)[0], logits)
+
+
+def test_a_shared_encoder_on_a_vector_is_refused_naming_the_fix():
+    from rlkit.algos import PPOConfig
+    from rlkit.algos.policy_heads import make_actor_critic
+    from rlkit.train import train_ppo
+
+    message = r"shared_encoder=True, but the observation is a vector of 4 numbers.*Fix: leave"
+    for kind in ("discrete", "continuous"):
+        with pytest.raises(ValueError, match=message):
+            make_actor_critic(4, 2, (8,), kind, shared_encoder=True)
+    with pytest.raises(ValueError, match=r"shared_encoder=True, but the observation is a vector"):
+        train_ppo(PPOConfig(shared_encoder=True))
+
+
 def test_the_breakout_presets_are_ppo_and_appo_of_the_same_settings():
     """Notebook 09's settings: APPO's preset is PPO's, asynchronous with V-trace, and builds
     without the warning a non-default gae_lambda gives under V-trace (which replaces GAE)."""

@@ -36,6 +36,14 @@ def test_a_gpu_learner_on_a_cluster_without_one_is_refused_before_any_actor_star
 
 
 @pytest.mark.ray
+def test_a_shared_encoder_on_a_vector_is_refused_before_any_actor_starts(ray_cluster):
+    with pytest.raises(ValueError, match=r"shared_encoder=True, but the observation is a "
+                                         r"vector of 4 numbers.*Fix: leave"):
+        train_appo_ray(dataclasses.replace(APPO, shared_encoder=True))
+    assert wait_until_no_actors() == []
+
+
+@pytest.mark.ray
 @pytest.mark.slow
 def test_ppo_on_ray_is_on_policy_and_solves(ray_cluster):
     result = train_ppo_ray(PPO)

@@ -16,32 +16,35 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlkit.core.common import eval_seed
-from rlkit.core.networks import (encoded_mlp, load_numpy_weights, load_optimizer_state,
-                                 module_weights)
+from rlkit.core.networks import (actor_and_critic, actor_critic_forward, load_numpy_weights,
+                                 load_optimizer_state, module_weights)
 from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import BatchPolicy, SamplingPolicy, Weights
 from rlkit.envs.evaluation import evaluate_policy
 
 
 class ActorCritic(nn.Module):
-    """Two separate MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)``
-    (on frames, each with its own conv encoder first: :func:`rlkit.core.networks.encoded_mlp`).
+    """Two MLPs: ``actor(s) -> logits (B, n_actions)``, ``critic(s) -> V(s) (B,)`` (on frames,
+    each with its own conv encoder first, or with ``shared_encoder`` one encoder under both:
+    :func:`rlkit.core.networks.actor_and_critic`).
 
-    Separate, not a shared body: the value loss is measured in squared returns (up to ~1e4 on
-    CartPole) and would otherwise dominate the shared features; apart, each network gets its own
-    features and ``value_coef`` only weighs the critic's gradient. (The gradient norm is still
-    clipped over both networks together, so a very large critic gradient also shortens the
-    actor's step; clipping each network on its own is an easy variation to try.)
+    Separate, not a shared body, by default: the value loss is measured in squared returns (up
+    to ~1e4 on CartPole) and would otherwise dominate the shared features; apart, each network
+    gets its own features and ``value_coef`` only weighs the critic's gradient. (The gradient
+    norm is still clipped over both networks together, so a very large critic gradient also
+    shortens the actor's step; clipping each network on its own is an easy variation to try.)
+    On Atari, where returns are scores of a few points, the standard actor-critic shares its
+    conv encoder (``shared_encoder=True``: :data:`rlkit.algos.ppo.PONG_APPO`).
     """
 
-    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, hidden: Sequence[int]) -> None:
+    def __init__(self, obs_dim: int | ObsSpec, n_actions: int, hidden: Sequence[int],
+                 shared_encoder: bool = False) -> None:
         super().__init__()
-        self.actor = encoded_mlp(obs_dim, n_actions, hidden, nn.Tanh)
-        self.critic = encoded_mlp(obs_dim, 1, hidden, nn.Tanh)
+        self.actor, self.critic = actor_and_critic(obs_dim, n_actions, hidden, shared_encoder)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, *obs_shape)`` -> ``(logits (B, n_actions), values (B,))``."""
-        return self.actor(obs), self.critic(obs).squeeze(-1)
+        return actor_critic_forward(self.actor, self.critic, obs)
 
     @torch.no_grad()
     def greedy_actions(self, obs: np.ndarray) -> np.ndarray:

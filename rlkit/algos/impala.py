@@ -89,6 +89,7 @@ class IMPALAConfig(Validated):
     use_vtrace: bool = flag(True)  # False: plain n-step advantages, no importance weights
     synchronous: bool = flag(False)  # True: actors wait for every new version (policy lag 0)
     hidden: tuple[int, ...] = layers((64, 64))
+    shared_encoder: bool = flag(False)  # frames: one conv encoder under the policy and value
     total_steps: int = integer(1_000_000, 1)  # env-step budget; stops earlier once solved
     eval_every: int = integer(20_000, 1)  # env steps between greedy evaluations
     eval_episodes: int = integer(20, 1)
@@ -265,7 +266,8 @@ class VTraceLearner(ActorCriticState):
                  device: str | torch.device = "cpu") -> None:
         torch.manual_seed(config.seed)
         self.config, self.device = config, torch.device(device)
-        self.net = ActorCritic(obs_dim, n_actions, config.hidden).to(self.device)
+        self.net = ActorCritic(obs_dim, n_actions, config.hidden,
+                               config.shared_encoder).to(self.device)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
         self.sync_gradients: GradientSync = no_sync  # average_gradients in a group

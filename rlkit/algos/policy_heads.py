@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlkit.algos.actor_critic import ActorCritic, sampling_policy
-from rlkit.core.networks import encoded_mlp
+from rlkit.core.networks import actor_and_critic, actor_critic_forward
 from rlkit.core.spaces import ObsSpec
 from rlkit.core.types import ActionKind, SamplingPolicy
 from rlkit.core.validation import fail
@@ -41,15 +41,14 @@ class GaussianActorCritic(nn.Module):
     """
 
     def __init__(self, obs_dim: int | ObsSpec, act_dim: int, hidden: Sequence[int],
-                 log_std: float = 0.0) -> None:
+                 log_std: float = 0.0, shared_encoder: bool = False) -> None:
         super().__init__()
-        self.actor = encoded_mlp(obs_dim, act_dim, hidden, nn.Tanh)
+        self.actor, self.critic = actor_and_critic(obs_dim, act_dim, hidden, shared_encoder)
         self.log_std = nn.Parameter(torch.full((act_dim,), float(log_std)))
-        self.critic = encoded_mlp(obs_dim, 1, hidden, nn.Tanh)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, *obs_shape)`` -> ``(means (B, act_dim), values (B,))``."""
-        return self.actor(obs), self.critic(obs).squeeze(-1)
+        return actor_critic_forward(self.actor, self.critic, obs)
 
     @torch.no_grad()
     def greedy_actions(self, obs: np.ndarray) -> np.ndarray:
@@ -77,14 +76,17 @@ def action_kind_of(env_id: str) -> ActionKind:
 
 
 def make_actor_critic(obs_dim: int | ObsSpec, action_dim: int, hidden: Sequence[int],
-                      kind: ActionKind) -> ActorCritic | GaussianActorCritic:
+                      kind: ActionKind, shared_encoder: bool = False
+                      ) -> ActorCritic | GaussianActorCritic:
     """A2C's categorical :class:`ActorCritic` for ``"discrete"`` (``action_dim`` actions), a
-    :class:`GaussianActorCritic` for ``"continuous"`` (``action_dim`` numbers per action)."""
-    heads = {"discrete": ActorCritic, "continuous": GaussianActorCritic}
-    if kind not in heads:
+    :class:`GaussianActorCritic` for ``"continuous"`` (``action_dim`` numbers per action);
+    ``shared_encoder``: one conv encoder under both heads (frames only)."""
+    if kind not in ("discrete", "continuous"):
         fail("kind", kind, "is not an action kind", 'pass "discrete" (a categorical head) or '
              '"continuous" (a Gaussian head)')
-    return heads[kind](obs_dim, action_dim, hidden)
+    if kind == "discrete":
+        return ActorCritic(obs_dim, action_dim, hidden, shared_encoder)
+    return GaussianActorCritic(obs_dim, action_dim, hidden, shared_encoder=shared_encoder)
 
 
 def acting_policy(net: ActorCritic | GaussianActorCritic,

@@ -221,7 +221,8 @@ class PPOLearner(ActorCriticState):
         torch.manual_seed(config.seed)
         self.config, self.device = config, torch.device(device)
         self.net = make_actor_critic(obs_dim, n_actions, config.hidden,
-                                     action_kind_of(config.env_id)).to(self.device)
+                                     action_kind_of(config.env_id),
+                                     config.shared_encoder).to(self.device)
         self.optimizer = make_adam(self.net.parameters(), config.learning_rate)
         self.updates = 0
         self.sgd_steps = 0
@@ -333,9 +334,17 @@ BREAKOUT_MINATAR_APPO = dataclasses.replace(
     BREAKOUT_MINATAR, synchronous=False, use_vtrace=True,
     gae_lambda=next(f.default for f in dataclasses.fields(PPOConfig) if f.name == "gae_lambda"))
 #: APPO on Atari Pong from 84x84 stacks (``benchmarks/pong.py``, target 18): the Nature conv net,
+#: shared by the policy and the value (``shared_encoder``, as in the PPO paper's Atari network),
 #: fragments of 128 steps of 8 envs, PPO's Atari settings (clip 0.1, lr 2.5e-4, 4 epochs).
+#: With a conv net of its own for each (the default), the one 1.4M-step run on an H100
+#: (``benchmarks/results/pong_h100.json``) learned a value (loss 0.137 -> 0.065) while its
+#: policy stayed near uniform (entropy 1.788 -> 1.773 of 1.792): features learned from the
+#: policy gradient alone. Shared, the value's regression trains the features the policy reads
+#: (and the learner runs one conv net, not two: 1.8x the updates/s on a CPU); whether that
+#: reaches 18 is for the next run on a GPU machine to show.
 PONG_APPO = PPOConfig(env_id="Atari/Pong-v5", synchronous=False, use_vtrace=True, num_workers=2,
                       envs_per_worker=8, unroll_length=128, batch_fragments=2, queue_size=4,
                       epochs=4, minibatch_size=256, learning_rate=2.5e-4, gamma=0.99, clip=0.1,
-                      entropy_coef=0.01, hidden=(512,), total_steps=10_000_000,
+                      entropy_coef=0.01, hidden=(512,), shared_encoder=True,
+                      total_steps=10_000_000,
                       eval_every=200_000, eval_episodes=10, target_return=18.0)

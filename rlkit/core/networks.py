@@ -49,6 +49,44 @@ def encoded_mlp(obs_dim: int | ObsSpec, out_dim: int, hidden: Sequence[int],
     return nn.Sequential(encoder, mlp(encoder.out_features, out_dim, hidden, activation))
 
 
+def actor_and_critic(obs_dim: int | ObsSpec, actor_out: int, hidden: Sequence[int],
+                     shared_encoder: bool = False, activation: type[nn.Module] = nn.Tanh
+                     ) -> tuple[nn.Module, nn.Module]:
+    """An actor-critic's two networks over one observation: ``actor (B, *obs_shape) ->
+    (B, actor_out)`` and ``critic (B, *obs_shape) -> (B, 1)``, each :func:`encoded_mlp`'s.
+
+    ``shared_encoder=True`` (frames only) makes one encoder the first layer of both, under two
+    MLP heads: the Atari actor-critic of the PPO and IMPALA papers. Its parameters are counted
+    once by ``parameters()`` and trained by the policy's and the value's losses together, so
+    the critic's regression on returns shapes the features the policy reads (a policy
+    gradient alone is a weak signal for learning features from pixels), and a learner runs one
+    conv net instead of two (:func:`actor_critic_forward`). A vector has no encoder to share:
+    there the flag is refused, naming the fix.
+    """
+    if not shared_encoder:
+        return (encoded_mlp(obs_dim, actor_out, hidden, activation),
+                encoded_mlp(obs_dim, 1, hidden, activation))
+    encoder = make_encoder(obs_dim)
+    if isinstance(encoder, Flat):
+        raise ValueError(f"shared_encoder=True, but the observation is a vector of "
+                         f"{encoder.out_features} numbers, which has no encoder to share (the "
+                         f"actor and the critic are two MLPs over it). Fix: leave "
+                         f"shared_encoder=False for a vector observation.")
+    return (nn.Sequential(encoder, mlp(encoder.out_features, actor_out, hidden, activation)),
+            nn.Sequential(encoder, mlp(encoder.out_features, 1, hidden, activation)))
+
+
+def actor_critic_forward(actor: nn.Module, critic: nn.Module, obs: torch.Tensor
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(actor(obs), critic(obs) (B,))`` from :func:`actor_and_critic`'s networks; a shared
+    encoder's features are computed once for both heads."""
+    if isinstance(actor, nn.Sequential) and isinstance(critic, nn.Sequential) \
+            and actor[0] is critic[0]:
+        features = actor[0](obs)
+        return actor[1](features), critic[1](features).squeeze(-1)
+    return actor(obs), critic(obs).squeeze(-1)
+
+
 class QNetwork(nn.Module):
     """Maps an observation to one Q-value per discrete action: an encoder chosen by the
     observation (:func:`rlkit.core.encoders.make_encoder`: none for a vector, a conv net for

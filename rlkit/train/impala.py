@@ -134,7 +134,7 @@ def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = 
                for i in range(config.num_workers)]
     obs_dim, n_actions = runners[0].obs_spec, runners[0].action_dim
     learner = config.make_learner(obs_dim, n_actions)
-    acting = make_actor_critic(obs_dim, n_actions, config.hidden, kind)
+    acting = make_actor_critic(obs_dim, n_actions, config.hidden, kind, config.shared_encoder)
     rng = np.random.default_rng(config.seed)
     policy = acting_policy(acting, rng)
     run = _OnPolicyRun(History(), collections.deque([learner.get_weights()],
@@ -218,9 +218,9 @@ class _OnPolicyRun:
                           config.total_steps):
             obs_dim, n_actions = runners[0].obs_spec, runners[0].action_dim
             mean, std = greedy_eval(learner.get_weights(), obs_dim, n_actions, config,
-                                    self.evals, make_actor_critic(obs_dim, n_actions,
-                                                                  config.hidden,
-                                                                  config.action_kind))
+                                    self.evals, make_actor_critic(
+                                        obs_dim, n_actions, config.hidden, config.action_kind,
+                                        config.shared_encoder))
             self.history.log_eval(self.env_steps, clock(), mean, std)
             self.evals, self.eval_return = self.evals + 1, mean
             self.solved = config.target_return is not None and mean >= config.target_return

@@ -24,7 +24,8 @@ def rollout_ceiling(config: IMPALAConfig, seconds: float = 3.0) -> float:
     try:
         runner = EnvRunner(config.env_id, worker_seed(config.seed, 0), "discrete", "IMPALA",
                            config.envs_per_worker, config.images)
-        net = ActorCritic(runner.obs_spec, runner.action_dim, config.hidden)
+        net = ActorCritic(runner.obs_spec, runner.action_dim, config.hidden,
+                          config.shared_encoder)
         policy = sampling_policy(net, np.random.default_rng(config.seed))
         runner.run(config.unroll_length, policy, fixed_length=True)  # warm-up
         steps, begin = 0, time.perf_counter()

@@ -129,6 +129,10 @@ class IMPALARun(DriverRun):
         self.obs_dim = obs_spec(probe.observation_space)  # a vector's size or a frame's form
         self.n_actions = space_dims(probe)[1]
         probe.close()
+        # the driver's evaluation network, built before any actor starts: a network this
+        # config cannot have (shared_encoder on a vector) is refused here, not in a role
+        self.eval_net = make_actor_critic(self.obs_dim, self.n_actions, config.hidden, self.kind,
+                                          config.shared_encoder)
         self.lags: list[int] = []
         self.diagnostics: dict[str, list[float]] = {}
         self.weights: Weights = {}
@@ -277,8 +281,7 @@ class IMPALARun(DriverRun):
             return
         begin = time.perf_counter()
         mean, std = greedy_eval(self.weights, self.obs_dim, self.n_actions, config, evals,
-                                make_actor_critic(self.obs_dim, self.n_actions, config.hidden,
-                                                  self.kind))
+                                self.eval_net)
         self.eval_seconds += time.perf_counter() - begin
         self.log_evaluation(self.env_steps, self.clock(), mean, std, config.target_return)
 

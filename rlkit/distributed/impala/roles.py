@@ -87,7 +87,7 @@ class IMPALAWorker:
         self.runner = EnvRunner(config.env_id, seed, kind, config.algorithm,
                                 config.envs_per_worker, config.images)
         self.net = make_actor_critic(self.runner.obs_spec, self.runner.action_dim, config.hidden,
-                                     kind)
+                                     kind, config.shared_encoder)
         self.policy = acting_policy(self.net, np.random.default_rng(seed))
         self.version = -1
         self.fragments = 0
