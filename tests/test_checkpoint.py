@@ -125,6 +125,26 @@ def test_single_process_resume_continues_the_run(tmp_path):
     assert any("resumed from" in e for e in h2.events)
 
 
+def test_a_field_added_since_a_checkpoint_counts_as_its_default(tmp_path):
+    """A checkpoint written before ``shared_encoder`` existed (its config lacks the key) resumes
+    a config at the default, and is refused, naming the field, by one that shares the encoder:
+    loading two conv nets' weights into one would overwrite one with the other silently."""
+    from rlkit.core.common import config_dict, with_added_fields
+
+    config = PPOConfig()
+    path = save_checkpoint(tmp_path, "PPO", config, {"updates": 3}, None, 100, 1.0, History())
+    data = torch.load(path, weights_only=False)
+    del data["config"]["shared_encoder"], data["digest"]  # as an earlier version wrote it
+    torch.save(data, path)
+    assert load_checkpoint(tmp_path, "PPO", config).env_steps == 100
+    with pytest.raises(ValueError, match=r"was trained with shared_encoder=False, but this config "
+                                         r"has shared_encoder=True.*Fix"):
+        load_checkpoint(tmp_path, "PPO", dataclasses.replace(config, shared_encoder=True))
+    recorded = {k: v for k, v in config_dict(config).items() if k != "shared_encoder"}
+    assert with_added_fields(recorded, config) == config_dict(config)
+    assert with_added_fields({**recorded, "gamma": 0.5}, config) != config_dict(config)
+
+
 def test_resume_refusals_name_the_problem(tmp_path):
     history = History()
     learner = DQNLearner(4, 2, CFG)

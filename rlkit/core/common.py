@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import MISSING, asdict, fields
 from typing import Any
 
 import torch
@@ -138,3 +138,13 @@ def evaluation_due(env_steps: int, eval_steps: Sequence[int], every: int,
 def config_dict(config: Any) -> dict[str, Any]:
     """A config dataclass as JSON-ready values (tuples become lists, as JSON gives them back)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
+
+
+def with_added_fields(recorded: dict[str, Any], config: Any) -> dict[str, Any]:
+    """``recorded``, a :func:`config_dict` saved by an earlier version (a benchmark's JSON, a
+    checkpoint), with each field ``config``'s class has gained since at its default: a run
+    recorded before a field existed ran as its default does. Compare the result with
+    ``config_dict(config)``; a recorded field that differs still differs."""
+    added = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+             for f in fields(config) if f.name not in recorded}
+    return {**recorded, **{k: list(v) if isinstance(v, tuple) else v for k, v in added.items()}}

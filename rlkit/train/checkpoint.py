@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlkit.core.common import config_dict, resumed_updates_due
+from rlkit.core.common import config_dict, resumed_updates_due, with_added_fields
 from rlkit.core.metrics import History
 from rlkit.core.validation import PATH_RULE, check_value, int_rule
 from rlkit.train.integrity import content_digest
@@ -54,8 +54,11 @@ FILE_NAME = "checkpoint.pt"
 KEYS = ("algorithm", "config", "learner", "buffer", "env_steps", "updates", "wall_seconds",
         "history")
 #: Config fields that fix the networks' shapes or the task: a checkpoint only resumes a run
-#: whose config agrees on these (budgets, learning rates and the like may change).
-SHAPE_FIELDS = ("env_id", "hidden")
+#: whose config agrees on these (budgets, learning rates and the like may change). A field added
+#: since a checkpoint was written counts as its default there; a config class without one of
+#: them (DQN has no ``shared_encoder``) skips it. (A separate actor's and critic's conv weights
+#: loaded into one shared encoder would overwrite each other without an error.)
+SHAPE_FIELDS = ("env_id", "hidden", "shared_encoder")
 
 
 @dataclass
@@ -183,11 +186,11 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
             f"resume_from={str(path)!r} holds a {data['algorithm']} checkpoint, but this run "
             f"trains {algorithm}. Fix: resume it with the {data['algorithm']} trainer, or start "
             f"this run without resume_from.")
-    ours = config_dict(config)
-    for name in SHAPE_FIELDS:
-        if data["config"][name] != ours[name]:
+    ours, theirs = config_dict(config), with_added_fields(data["config"], config)
+    for name in (field for field in SHAPE_FIELDS if field in ours):
+        if theirs[name] != ours[name]:
             raise ValueError(
-                f"resume_from={str(path)!r} was trained with {name}={data['config'][name]!r}, "
+                f"resume_from={str(path)!r} was trained with {name}={theirs[name]!r}, "
                 f"but this config has {name}={ours[name]!r}. Fix: use the checkpoint's "
                 f"{name} (its whole config is in "
                 f"rlkit.train.checkpoint.load_checkpoint(...).config), "
