@@ -137,7 +137,12 @@ def evaluation_due(env_steps: int, eval_steps: Sequence[int], every: int,
 
 def config_dict(config: Any) -> dict[str, Any]:
     """A config dataclass as JSON-ready values (tuples become lists, as JSON gives them back)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
+    return _json_values(asdict(config))
+
+
+def _json_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Tuples as lists, as JSON gives them back."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
 
 
 def with_added_fields(recorded: dict[str, Any], config: Any) -> dict[str, Any]:
@@ -147,4 +152,4 @@ def with_added_fields(recorded: dict[str, Any], config: Any) -> dict[str, Any]:
     ``config_dict(config)``; a recorded field that differs still differs."""
     added = {f.name: f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
              for f in fields(config) if f.name not in recorded}
-    return {**recorded, **{k: list(v) if isinstance(v, tuple) else v for k, v in added.items()}}
+    return {**recorded, **_json_values(added)}
