@@ -37,10 +37,11 @@ $(STAMP): requirements.txt pyproject.toml
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
-# Unit tests, then every notebook top to bottom under nbval (assert cells must pass).
+# Unit tests, then every notebook top to bottom under nbval (assert cells must pass); the 15
+# slowest tests are listed at the end, so the next person sees where the time goes.
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
-	  --nbval-cell-timeout=900 -p no:cacheprovider $(PYTEST_ARGS)
+	  --nbval-cell-timeout=900 -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
 
 # The fast tier: every test of tests/ that starts no Ray and trains nothing for real, plus one
 # short Ray run (marked smoke). Tests that use a Ray fixture are marked ray by tests/conftest.py.

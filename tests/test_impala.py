@@ -191,6 +191,30 @@ def test_a_restart_ends_the_old_ranks_waits_so_the_new_ranks_get_the_next_fragme
     assert [f.worker for f in queue.get_batch(1, timeout=5.0)] == [1]  # the new rank's
 
 
+def _clocked(busy: float, learner_wait: float, actor_wait: float) -> "IMPALAResult":
+    """A hand-made 10-second run with these learner and (summed) actor clocks."""
+    from rlkit.core.metrics import History
+    from rlkit.train.impala import IMPALAResult
+
+    return IMPALAResult(history=History(), solved=True, eval_return=1.0, env_steps=1_000,
+                        wall_seconds=10.0, updates=1, weights=None, learner_busy_seconds=busy,
+                        learner_wait_seconds=learner_wait, actor_wait_seconds=actor_wait)
+
+
+def test_pace_names_the_side_that_waited_less_from_the_runs_own_clocks():
+    # the actors waited 6 s each (12 s summed over 2) for room, the learner 0.1 s for a batch
+    learner_bound = _clocked(9.7, 0.1, 12.0).pace(num_workers=2)
+    assert (learner_bound.learner_busy, learner_bound.actors_waiting) == (0.97, 0.6)
+    assert learner_bound.limit == "learner" and "the learner set the pace" in str(learner_bound)
+    # one worker, never blocked; the learner waited 3 s of 10 for frames
+    actor_bound = _clocked(6.8, 3.0, 0.0).pace(num_workers=1)
+    assert actor_bound.limit == "actors" and "waiting for a batch 30%" in str(actor_bound)
+    # both waited under PACE_WAIT_FLOOR: neither side is named
+    assert _clocked(9.0, 0.2, 0.8).pace(num_workers=2).limit == "neither"
+    with pytest.raises(ValueError, match="num_workers=0 must be an int >= 1"):
+        _clocked(1.0, 0.0, 0.0).pace(num_workers=0)
+
+
 def test_queue_get_times_out_with_a_clear_error():
     with pytest.raises(TimeoutError, match=r"got 0 of the 2 fragments.*Fix"):
         FragmentQueue(maxsize=2).get_batch(2, timeout=0.1)

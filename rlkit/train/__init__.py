@@ -5,5 +5,5 @@ from rlkit.core.exports import lazy_exports
 
 EXPORTS, __getattr__, __dir__ = lazy_exports(__name__, {
     "loop": ("train_dqn", "train_sac", "train_single_process", "TrainResult"),
-    "impala": ("train_impala", "IMPALAResult"), "ppo": ("train_ppo",)})
+    "impala": ("train_impala", "IMPALAResult", "Pace"), "ppo": ("train_ppo",)})
 __all__ = sorted(EXPORTS)

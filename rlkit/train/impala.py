@@ -93,6 +93,55 @@ class IMPALAResult(RunResult):
         seconds = self.wall_seconds - self.eval_seconds
         return self.env_steps / seconds if seconds > 0 else 0.0
 
+    def pace(self, num_workers: int) -> Pace:
+        """Which side set this Ray run's pace, read from its own clocks (:class:`Pace`);
+        ``num_workers``: the run's workers (the queue sums their waits)."""
+        check_value("num_workers", num_workers, int_rule(1, example=2))
+        wall = self.wall_seconds if self.wall_seconds > 0 else float("inf")
+        return Pace(learner_busy=self.learner_busy_seconds / wall,
+                    learner_waiting=self.learner_wait_seconds / wall,
+                    actors_waiting=self.actor_wait_seconds / num_workers / wall)
+
+
+#: Below this share of the run, a side's waiting is read as none (:attr:`Pace.limit`).
+PACE_WAIT_FLOOR = 0.05
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Which side of an actor-learner run set its pace, from the run's own clocks. Each side
+    waits for the other: the learner for a batch when the actors are slower, an actor for room
+    in the queue when the learner is slower. The side that waited less set the pace. It says
+    what happened on this machine in this run (its cores, its load, Ray's nice 15 for actors):
+    a notebook prints it and never asserts it.
+
+    Attributes:
+        learner_busy: Share of the run the learner spent updating and publishing.
+        learner_waiting: Share of the run the learner waited for a batch.
+        actors_waiting: Share of the run the mean actor waited for room in the full queue.
+    """
+
+    learner_busy: float
+    learner_waiting: float
+    actors_waiting: float
+
+    @property
+    def limit(self) -> str:
+        """``"learner"``, ``"actors"``, or ``"neither"`` when neither side waited for
+        :data:`PACE_WAIT_FLOOR` of the run or more (the two kept pace with each other)."""
+        if max(self.learner_waiting, self.actors_waiting) < PACE_WAIT_FLOOR:
+            return "neither"
+        return "learner" if self.actors_waiting > self.learner_waiting else "actors"
+
+    def __str__(self) -> str:
+        waits = (f"learner busy {self.learner_busy:.0%}, waiting for a batch "
+                 f"{self.learner_waiting:.0%}; an actor waiting for room in the queue "
+                 f"{self.actors_waiting:.0%}")
+        verdict = {"learner": "the learner set the pace (the actors waited for it)",
+                   "actors": "the actors set the pace (the learner waited for frames)",
+                   "neither": "neither side waited: they kept pace"}[self.limit]
+        return f"{waits}: {verdict}"
+
 
 #: What :func:`train_impala` and :func:`rlkit.train.ppo.train_ppo` take besides the config,
 #: ``policy_lag`` and ``progress`` (no replay buffer to leave out).
