@@ -42,6 +42,14 @@ def _slow_simulator(nb06: dict) -> str:
             + ", ".join(f"{name} {s['slow_projected']:.0f}" for name, s in seconds.items()))
 
 
+def _pace(run: dict) -> str:
+    """The README's words for a notebook 09 run's saved ``pace`` (which side set the pace on
+    that machine in that run, as the notebook printed it); empty for a file saved before it."""
+    limit = run.get("pace")
+    return {"learner": " (the learner set the pace)", "actors": " (the actors set the pace)",
+            "neither": " (neither side waited)"}.get(limit, "") if limit else ""
+
+
 def _fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "not measured"
@@ -166,9 +174,9 @@ def render(results: Path, timing: dict) -> str:
             f"{nb09['ppo_env_steps']:,}, {nb09['ppo_wall_seconds']:.0f} s; on Ray, APPO 2 "
             f"workers at "
             f"{appo['env_steps']:,}, {appo['wall_seconds']:.0f} s, "
-            f"{appo['frames_per_second'] / ceiling:.2f}x the rollout ceiling (learner-bound); "
+            f"{appo['frames_per_second'] / ceiling:.2f}x the rollout ceiling{_pace(appo)}; "
             f"IMPALA 2 workers at {two['env_steps']:,}, {two['wall_seconds']:.0f} s, "
-            f"{two['frames_per_second'] / ceiling:.2f}x (1 worker "
+            f"{two['frames_per_second'] / ceiling:.2f}x{_pace(two)} (1 worker "
             f"{one['frames_per_second'] / ceiling:.2f}x); a fragment "
             f"{nb09['fragment_bytes']:,} bytes ("
             f"{nb09['fragment_bytes_float32'] / nb09['fragment_bytes']:.1f}x as float32) |")
