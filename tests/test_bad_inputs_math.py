@@ -17,16 +17,18 @@ import torch
 
 matplotlib.use("Agg")
 
-from rlkit.algos.a2c import nstep_advantages  # noqa: E402
+from rlkit.algos.a2c import A2CConfig, nstep_advantages  # noqa: E402
 from rlkit.algos.policy_heads import action_kind_of, make_actor_critic  # noqa: E402
 from rlkit.algos.ddpg import DDPGConfig, DDPGSpec  # noqa: E402
-from rlkit.algos.dqn import DQNConfig  # noqa: E402
+from rlkit.algos.dqn import DQNConfig, DQNSpec  # noqa: E402
 from rlkit.algos.impala import IMPALAConfig  # noqa: E402
 from rlkit.algos.ppo import PPOConfig  # noqa: E402
 from rlkit.algos.sac import SACConfig  # noqa: E402
 from rlkit.algos.vtrace import vtrace  # noqa: E402
 from rlkit.core.metrics import History  # noqa: E402
+from rlkit.distributed.a3c.driver import train_a2c  # noqa: E402
 from rlkit.distributed.impala.driver import train_impala_ray  # noqa: E402
+from rlkit.envs.make import check_env_id  # noqa: E402
 from rlkit.notebook.plotting import moving_average, plot_reward_curves  # noqa: E402
 from rlkit.notebook.render import episode_frames  # noqa: E402
 from rlkit.testing.faulty_envs import UNBOUNDED_PENDULUM  # noqa: E402
@@ -96,6 +98,16 @@ CASES = [
     ("nstep_advantages 1-d rewards", lambda: nstep_advantages(**nstep_inputs(
         rewards=np.ones(T))), ValueError, r"rewards has shape \(4,\), but nstep_advantages needs "
      r"time-major \(T, B\) inputs with T >= 1. Fix:"),
+    ("nstep_advantages NaN rewards", lambda: nstep_advantages(**nstep_inputs(
+        rewards=np.where(np.arange(T * B).reshape(T, B) == 5, np.nan, 1.0))), FloatingPointError,
+     r"rewards holds NaN or infinite values, so nstep_advantages would return NaN.*Fix:"),
+    ("nstep_advantages infinite last values", lambda: nstep_advantages(**nstep_inputs(
+        last_values=np.full(B, math.inf))), FloatingPointError,
+     r"last_values holds NaN or infinite values.*Fix:"),
+    ("nstep_advantages lambda above 1", lambda: nstep_advantages(**nstep_inputs(), lam=1.5),
+     ValueError, r"lam=1.5 must be a number in \[0, 1\].*Fix: use e.g. lam=0.95"),
+    ("nstep_advantages NaN lambda", lambda: nstep_advantages(**nstep_inputs(), lam=math.nan),
+     ValueError, r"lam=nan must be a number in \[0, 1\]"),
     ("make_actor_critic misspelt kind", lambda: make_actor_critic(3, 1, (8,), "gausian"),
      ValueError, r"kind='gausian' is not an action kind. Fix: pass \"discrete\""),
     ("PPO on MultiDiscrete actions", lambda: action_kind_of("TwoButtonCartPole-v0"), ValueError,
@@ -111,6 +123,11 @@ CASES = [
      r"window=0 must be an int >= 1.*Fix:"),
     ("episode_frames every 0", lambda: episode_frames("CartPole-v1", None, 0, every=0),
      ValueError, r"every=0 must be an int >= 1.*Fix:"),
+    ("an id of one's own, not imported", lambda: check_env_id("MyGame-v0"), ValueError,
+     r"env_id='MyGame-v0' is not a registered gymnasium environment.*for an env of your own, "
+     r"name the module that registers it before the id, 'my_package.my_envs:MyGame-v0'"),
+    ("episode_frames an unknown version", lambda: episode_frames("CartPole-v9", None, 0),
+     ValueError, r"env_id='CartPole-v9' is not a registered gymnasium environment.*Fix:"),
     ("train_ppo given APPO", lambda: train_ppo(PPOConfig(synchronous=False)), ValueError,
      r"synchronous=False is APPO, but train_ppo trains on-policy.*Fix: call "
      r"train_appo_ray\(config\)"),
@@ -142,6 +159,21 @@ CASES = [
     ("train_impala given timeout_s", lambda: train_impala(IMPALAConfig(), timeout_s=5),
      TypeError, r"train_impala got timeout_s=5.*takes policy_lag, progress.*"
      r"train_impala_ray\(config, ...\)"),
+    ("train_a2c given num_learners", lambda: train_a2c(A2CConfig(), num_learners=2),
+     TypeError, r"train_a2c got num_learners=2, which it does not take: it trains in this one "
+     r"process and takes no option besides its config. Fix: drop num_learners.*"
+     r"train_a2c_ray\(config, ...\)"),
+    ("train_single_process given num_learners",
+     lambda: train_single_process(DQNSpec(DQNConfig()), num_learners=2), TypeError,
+     r"train_single_process got num_learners=2.*takes progress, checkpoint_dir.*Fix: drop "
+     r"num_learners.*train_ray\(algo, ...\)"),
+    ("train_dqn's checkpoint_every without checkpoint_dir",
+     lambda: train_dqn(DQNConfig(), checkpoint_every=100), ValueError,
+     r"checkpoint_every=100 says how often to save, but checkpoint_dir is not set, so nothing "
+     r"would be saved. Fix: pass checkpoint_dir=... too, or leave checkpoint_every out"),
+    ("train_ppo's checkpoint_every without checkpoint_dir",
+     lambda: train_ppo(PPOConfig(), checkpoint_every=5), ValueError,
+     r"checkpoint_every=5 says how often to save, but checkpoint_dir is not set.*Fix:"),
 ]
 
 
@@ -169,6 +201,12 @@ def test_nstep_advantages_of_matching_shapes_and_the_plot_helpers_still_work():
     returns, advantages = nstep_advantages(**nstep_inputs())
     assert returns.shape == (T, B) and returns[-1, 0] == 1.0
     assert returns[0, 0] == pytest.approx(1 + 0.9 + 0.81 + 0.729)
+    # final_values is read only where a step was truncated: a NaN elsewhere is not an error
+    truncated = np.zeros((T, B))
+    truncated[1, 0] = 1.0
+    unread_nan = np.where(truncated > 0, 2.0, np.nan)
+    returns, _ = nstep_advantages(**nstep_inputs(truncations=truncated, final_values=unread_nan))
+    assert np.isfinite(returns).all() and returns[1, 0] == pytest.approx(1 + 0.9 * 2.0)
     assert moving_average([1.0, 3.0], 1).tolist() == [1.0, 3.0]
     h = History()
     h.eval_steps, h.eval_seconds, h.eval_returns, h.eval_stds = [1], [0.5], [10.0], [1.0]

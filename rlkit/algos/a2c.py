@@ -20,8 +20,8 @@ from torch import nn
 from rlkit.algos.actor_critic import ActorCritic, ActorCriticState
 from rlkit.algos.vtrace import check_time_major
 from rlkit.core.networks import make_adam
-from rlkit.core.validation import (SEED_MAX, Validated, env_ids, fail, flag, integer, layers,
-                                   number, text)
+from rlkit.core.validation import (SEED_MAX, Validated, env_ids, fail, flag, integer, is_real,
+                                   layers, number, text)
 from rlkit.envs.make import check_env_id
 from rlkit.envs.runner import Fragment
 
@@ -102,6 +102,17 @@ def nstep_advantages(rewards: np.ndarray, values: np.ndarray, terminations: np.n
                   truncations=truncations, final_values=final_values, last_values=last_values)
     check_time_major("nstep_advantages", {k: np.shape(v) for k, v in arrays.items()},
                      "last_values")
+    if not (is_real(lam) and 0.0 <= lam <= 1.0):
+        fail("lam", lam, "must be a number in [0, 1] (GAE's lambda: 1 is the n-step return, 0 "
+             "the one-step TD target)", "use e.g. lam=0.95")
+    read = dict(arrays, final_values=np.where(np.asarray(truncations) > 0, final_values, 0.0))
+    not_finite = [k for k, v in read.items() if not np.isfinite(v).all()]
+    if not_finite:
+        raise FloatingPointError(
+            f"{', '.join(not_finite)} hold{'s' * (len(not_finite) == 1)} NaN or infinite "
+            f"values, so nstep_advantages would return NaN returns for every step before them. "
+            f"Fix: find where they became non-finite (a reward or an observation the env "
+            f"returned as NaN; a value network that diverged: lower the learning rate).")
     returns = np.zeros_like(rewards, dtype=np.float64)
     following = last_values.astype(np.float64)
     for t in range(rewards.shape[0] - 1, -1, -1):

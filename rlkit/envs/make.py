@@ -45,7 +45,10 @@ def check_env_id(env_id: str, field: str = "env_id") -> None:
         hint = f" Close matches: {close}." if close else ""
         raise ValueError(
             f"{field}={env_id!r} is not a registered gymnasium environment.{hint} "
-            f"Fix: use an id from gymnasium.registry, e.g. 'CartPole-v1' or 'Pendulum-v1'."
+            f"Fix: use an id from gymnasium.registry, e.g. 'CartPole-v1' or 'Pendulum-v1'; for "
+            f"an env of your own, name the module that registers it before the id, "
+            f"'my_package.my_envs:{name if isinstance(env_id, str) else 'MyEnv-v0'}' (it is "
+            f"imported first, here and in every Ray worker)."
         )
 
 

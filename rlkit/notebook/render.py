@@ -21,6 +21,7 @@ from matplotlib import animation
 from rlkit.core.spaces import obs_spec
 from rlkit.core.types import BatchPolicy
 from rlkit.core.validation import COUNT, check_value
+from rlkit.envs.make import check_env_id
 
 #: matplotlib's player buttons (Font Awesome icon names) as Unicode symbols.
 BUTTON_SYMBOLS = {"fa fa-minus": "\u2212", "fa fa-fast-backward": "\u23ee",
@@ -46,6 +47,7 @@ def episode_frames(env_id: str, policy: BatchPolicy, seed: int, max_steps: int =
     """
     check_value("every", every, COUNT)
     check_value("max_steps", max_steps, COUNT)
+    check_env_id(env_id)
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         # no screen (a server, CI): SDL's default video driver would print an error on stderr
         # although off-screen frames need no display; its "dummy" driver is made for this

@@ -10,7 +10,8 @@ The file is written with ``torch.save`` to a temporary name and then renamed, so
 saving never leaves a half-written checkpoint; it is read with ``torch.load(weights_only=True)``,
 which refuses to run code hidden in a file. torch does not check its archive's CRC, so a file
 damaged on disk or in transit may load with wrong numbers: each checkpoint carries a SHA-256
-digest of its contents (:func:`content_digest`), checked before anything is used.
+digest of its contents (:func:`content_digest`), checked before anything is used. A file
+written before the digest existed has none: it loads, unchecked, with a warning that says so.
 
 A one-process run (the off-policy loop, :mod:`rlkit.train.loop`; the on-policy one,
 :mod:`rlkit.train.impala`) also saves its **run state**: the envs mid-episode
@@ -34,6 +35,7 @@ episodes with new random streams (:func:`rlkit.core.common.worker_seed` with the
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +46,7 @@ import torch
 
 from rlkit.core.common import config_dict, resumed_updates_due, with_added_fields
 from rlkit.core.metrics import History
-from rlkit.core.validation import PATH_RULE, check_value, int_rule
+from rlkit.core.validation import PATH_RULE, check_value, fail, int_rule
 from rlkit.train.integrity import content_digest
 from rlkit.train.learner_state import LearnerState, to_cpu
 
@@ -176,7 +178,13 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
             f"resume_from={str(path)!r}: {file} is not an rlkit checkpoint (format "
             f"{FORMAT_VERSION}{lacks}). Fix: pass a file written by an rlkit training run.")
     saved = data.pop("digest", None)  # (checkpoints written before the digest have none)
-    if saved is not None and content_digest(data) != saved:
+    if saved is None:
+        warnings.warn(f"resume_from={str(path)!r}: {file} has no digest (it was written before "
+                      f"rlkit checked its checkpoints), so damage on disk or in transit cannot "
+                      f"be detected: it is loaded unchecked. Fix: once resumed, save it again "
+                      f"(checkpoint_dir=...), and the new file carries its digest.",
+                      UserWarning, stacklevel=2)
+    elif content_digest(data) != saved:
         raise ValueError(
             f"resume_from={str(path)!r}: {file} does not match the digest written with it: "
             f"its contents were changed or damaged after it was saved. Fix: resume from "
@@ -201,13 +209,20 @@ def load_checkpoint(path: str | Path, algorithm: str, config: Any) -> Checkpoint
                       data.get("run_state"))
 
 
-def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every: int,
+def check_checkpoint_options(checkpoint_dir: str | Path | None, checkpoint_every: int | None,
                              resume_from: str | Path | None) -> None:
-    """Validate the drivers' checkpoint arguments; each error names the argument and the fix."""
-    check_value("checkpoint_every", checkpoint_every,
-                int_rule(1, example=5000, meaning="learner updates between checkpoints"))
+    """Validate the drivers' checkpoint arguments; each error names the argument and the fix.
+    ``checkpoint_every=None``: the driver's own default; given without ``checkpoint_dir`` it is
+    refused (nothing would ever be saved)."""
+    if checkpoint_every is not None:
+        check_value("checkpoint_every", checkpoint_every,
+                    int_rule(1, example=5000, meaning="learner updates between checkpoints"))
     for name, value in (("checkpoint_dir", checkpoint_dir), ("resume_from", resume_from)):
         check_value(name, value, PATH_RULE)
+    if checkpoint_every is not None and checkpoint_dir is None:
+        fail("checkpoint_every", checkpoint_every, "says how often to save, but checkpoint_dir "
+             "is not set, so nothing would be saved", "pass checkpoint_dir=... too, or leave "
+             "checkpoint_every out")
     if checkpoint_dir is None:
         return
     folder = Path(checkpoint_dir)

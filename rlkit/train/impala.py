@@ -147,9 +147,12 @@ class Pace:
 #: ``policy_lag`` and ``progress`` (no replay buffer to leave out).
 ON_POLICY_CHECKPOINT_OPTIONS = ("checkpoint_dir", "checkpoint_every", "resume_from")
 
+#: Updates (batches) between one-process checkpoints when ``checkpoint_every`` is not given.
+CHECKPOINT_EVERY = 50
+
 
 def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = False,
-                 checkpoint_dir: str | Path | None = None, checkpoint_every: int = 50,
+                 checkpoint_dir: str | Path | None = None, checkpoint_every: int | None = None,
                  resume_from: str | Path | None = None, **options: Any) -> IMPALAResult:
     """Train IMPALA (or PPO, APPO: see :func:`make_learner`) in this process;
     bit-reproducible for a given config and ``policy_lag``.
@@ -163,7 +166,8 @@ def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = 
             holds the learner and the run state (the runners' envs mid-episode, the random
             streams, the weights the lag still acts with), so a resume from it is
             bit-identical to the run never stopped (see :mod:`rlkit.train.checkpoint`).
-        checkpoint_every: Updates (batches) between checkpoints.
+        checkpoint_every: Updates (batches) between checkpoints; ``None``: every
+            ``CHECKPOINT_EVERY`` (50). Given without ``checkpoint_dir``, it is refused.
         resume_from: A checkpoint (file or folder) to continue from, of the same algorithm.
         **options: None are taken: a Ray driver's run option (``num_learners``, ...) is
             refused, naming :func:`train_impala_ray`.
@@ -190,8 +194,8 @@ def train_impala(config: IMPALAConfig, *, policy_lag: int = 0, progress: bool = 
                                                      maxlen=policy_lag + 1))
     if resumed is not None:
         run.resume(resumed, learner, runners, rng)
-    checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, False, name, config,
-                                run.saved_at)
+    checkpointer = Checkpointer(checkpoint_dir, checkpoint_every or CHECKPOINT_EVERY, False, name,
+                                config, run.saved_at)
     bar = ProgressBar(progress, config.total_steps, run.env_steps, f"{name} (1 process)")
     start = time.perf_counter()
 

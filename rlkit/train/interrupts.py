@@ -16,17 +16,45 @@ def save_on_interrupt(save: Callable[[], Path | None], env_steps: Callable[[], i
                       ) -> Iterator[None]:
     """On ``KeyboardInterrupt`` (JupyterLab's stop button), save a checkpoint, say where, and
     let the interrupt through. A save that fails is reported, not raised: the interrupt is what
-    the person asked for."""
+    the person asked for.
+
+    A second Ctrl-C while the checkpoint is being written (a person who presses stop twice)
+    does not cut the save short: it is held until the file is written, and said at once
+    (:func:`_while_saving`). Off the main thread, where no handler can be set, a second
+    interrupt does stop the save, and the message says that no checkpoint was saved."""
     try:
         yield
     except KeyboardInterrupt:
         try:
-            path = save()
+            with _while_saving():
+                path = save()
             if path is not None:
                 print(f"interrupted at env step {env_steps()}; checkpoint saved to {path}")
+        except KeyboardInterrupt:
+            print("interrupted again while saving; no checkpoint saved")
         except Exception as error:  # noqa: BLE001 - the interrupt is what matters
             print(f"interrupted; no checkpoint saved ({type(error).__name__}: {error})")
         raise
+
+
+@contextmanager
+def _while_saving() -> Iterator[None]:
+    """Inside the block, a Ctrl-C is answered with a line ("still saving") and dropped: the
+    first one is already stopping the run, and the save must end whole. Where no handler can
+    be set (off the main thread, or a handler not set from Python), it does nothing."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is None):
+        yield
+        return
+
+    def still_saving(signum, frame) -> None:
+        print("still saving the checkpoint: the run stops as soon as it is written")
+
+    previous = signal.signal(signal.SIGINT, still_saving)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager

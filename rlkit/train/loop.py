@@ -62,18 +62,26 @@ class TrainResult:
     checkpoint: Path | None = None
 
 
+#: Gradient updates between one-process checkpoints when ``checkpoint_every`` is not given.
+CHECKPOINT_EVERY = 5_000
+
+
 def _check_options(progress: Any, checkpoint_buffer: Any, checkpoint_dir: Any,
-                   checkpoint_every: Any, resume_from: Any) -> None:
-    """:func:`train_single_process`'s options, checked before anything is built."""
+                   checkpoint_every: Any, resume_from: Any, others: dict[str, Any]) -> None:
+    """:func:`train_single_process`'s options, checked before anything is built; ``others``
+    (a Ray driver's run option) refused."""
+    refuse_other_options("train_single_process", others, ONE_PROCESS_OPTIONS,
+                         "train_ray(algo, ...) from rlkit.distributed.off_policy.driver")
     check_value("progress", progress, FLAG)
     check_value("checkpoint_buffer", checkpoint_buffer, FLAG)
     check_checkpoint_options(checkpoint_dir, checkpoint_every, resume_from)
 
 
 def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
-                         checkpoint_dir: str | Path | None = None, checkpoint_every: int = 5_000,
+                         checkpoint_dir: str | Path | None = None,
+                         checkpoint_every: int | None = None,
                          checkpoint_buffer: bool = True,
-                         resume_from: str | Path | None = None) -> TrainResult:
+                         resume_from: str | Path | None = None, **options: Any) -> TrainResult:
     """Train ``algo.config`` in this process on the CPU; bit-reproducible for a given seed.
 
     Args:
@@ -83,15 +91,19 @@ def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
             written every ``checkpoint_every`` gradient updates, at the end, and when the run is
             interrupted (``KeyboardInterrupt``, taken at the end of the step in progress).
             ``None``: no checkpoints.
-        checkpoint_every: Gradient updates between checkpoints.
+        checkpoint_every: Gradient updates between checkpoints; ``None``: every
+            ``CHECKPOINT_EVERY`` (5,000). Given without ``checkpoint_dir``, it is refused.
         checkpoint_buffer: Include the replay buffer in checkpoints.
         resume_from: A checkpoint (file or folder) to continue from: the learner, the buffer
             (if saved), the env-step count and the history carry on; ``config.total_steps`` is
             still the budget for the whole run. From a one-process checkpoint with its buffer,
             the resumed run is bit-identical to the run never stopped (the seconds aside).
+        **options: None are taken: a Ray driver's run option (``num_learners``, ...) is
+            refused, naming :func:`rlkit.distributed.off_policy.driver.train_ray`.
     """
     config = algo.config
-    _check_options(progress, checkpoint_buffer, checkpoint_dir, checkpoint_every, resume_from)
+    _check_options(progress, checkpoint_buffer, checkpoint_dir, checkpoint_every, resume_from,
+                   options)
     resumed = None if resume_from is None else load_checkpoint(resume_from, algo.name, config)
     torch.set_num_threads(config.torch_threads)
     torch.manual_seed(config.seed)
@@ -112,8 +124,8 @@ def train_single_process(algo: OffPolicyAlgorithm, *, progress: bool = False,
     policy = algo.exploration_policy(net, runner.env, rng,
                                      lambda: algo.random_action_prob(step))
     bar = ProgressBar(progress, config.total_steps, step, algo.name)
-    checkpointer = Checkpointer(checkpoint_dir, checkpoint_every, checkpoint_buffer, algo.name,
-                                config, saved_at)
+    checkpointer = Checkpointer(checkpoint_dir, checkpoint_every or CHECKPOINT_EVERY,
+                                checkpoint_buffer, algo.name, config, saved_at)
     solved, eval_return = False, math.nan
 
     def flush_losses() -> None:

@@ -22,7 +22,8 @@ def refuse_other_options(owner: str, options: Mapping[str, Any], accepted: Seque
         if key not in accepted:
             near = difflib.get_close_matches(key, accepted, n=1)
             hint = f"did you mean {near[0]!r}? If not, " if near else ""
+            takes = ", ".join(accepted) if accepted else "no option besides its config"
             raise TypeError(f"{owner} got {key}={value!r}, which it does not take: it trains in "
-                            f"this one process and takes {', '.join(accepted)}. Fix: {hint}drop "
+                            f"this one process and takes {takes}. Fix: {hint}drop "
                             f"{key}, or, for a run option of the Ray drivers (num_learners, "
                             f"timeout_s, ...), call {elsewhere}.")

@@ -24,6 +24,7 @@ from rlkit.distributed.runtime.driver import DriverRun
 from rlkit.distributed.runtime.options import RunOptions
 from rlkit.distributed.runtime.supervisor import STARTUP_TIMEOUT_S
 from rlkit.envs.make import check_worker_env_ids
+from rlkit.train.options import refuse_other_options
 
 
 @dataclass(kw_only=True)
@@ -47,10 +48,13 @@ class A3CResult(RunResult):
     gradients_by_worker: dict[int, int] = field(default_factory=dict)
 
 
-def train_a2c(config: A2CConfig) -> A3CResult:
+def train_a2c(config: A2CConfig, **options: Any) -> A3CResult:
     """Single-process A2C: one :class:`GradientWorker` and the :class:`GradientServer` called
-    directly, one update per fragment. Reproducible; the reference for the Ray drivers."""
+    directly, one update per fragment. Reproducible; the reference for the Ray drivers.
+    ``options``: none are taken; a Ray driver's run option (``num_learners``, ...) is refused,
+    naming :func:`train_a2c_ray`."""
     require_instance("train_a2c", "config", config, A2CConfig, "train_a2c(A2CConfig(...))")
+    refuse_other_options("train_a2c", options, (), "train_a2c_ray(config, ...)")
     server, worker = GradientServer(config), GradientWorker(config, 0)
     budget = config.total_steps
     history, env_steps, solved, eval_return = History(), 0, False, math.nan

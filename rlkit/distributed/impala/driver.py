@@ -10,12 +10,11 @@ when the run is solved or out of budget. Asynchronous runs are not bit-reproduci
 
 from __future__ import annotations
 
+import collections
 import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from rlkit.algos.actor_critic import greedy_eval
 from rlkit.algos.impala import WARN_QUEUE_UPDATES, IMPALAConfig
@@ -58,7 +57,9 @@ def train_impala_ray(config: IMPALAConfig, **options: Any) -> IMPALAResult:
     """Train IMPALA with ``config.num_workers`` workers, a bounded queue and a learner actor.
 
     Stops at the first greedy evaluation reaching ``config.target_return`` or once the learner
-    has consumed ``config.total_steps`` env steps. Call :func:`init_ray` first.
+    has consumed ``config.total_steps`` env steps: an update takes a whole batch, so a run may
+    pass the budget by less than one update's env steps (``batch_fragments * unroll_length *
+    envs_per_worker``). Call :func:`init_ray` first.
 
     Args:
         config: The run's settings.
@@ -138,6 +139,10 @@ class IMPALARun(DriverRun):
         self.weights: Weights = {}
         self.busy = self.learner_wait = self.eval_seconds = 0.0
         self.steps_base = self.env_steps  # the ranks count the steps they consume from here
+        # the budget is kept by asking no more updates than it still holds: each learner call
+        # asks for its share, and the calls in flight are counted (answered in the order asked)
+        self.update_steps = config.batch_fragments * config.steps_per_fragment
+        self.asked: collections.deque[int] = collections.deque()
         # the roles' own waits (a full queue, an empty one) give up first, with their message
         self.role_timeout = options.timeout_s / 2
 
@@ -188,18 +193,21 @@ class IMPALARun(DriverRun):
         self.expect(ref, f"worker {i}", lambda r, i=i: self.on_worker_stopped(r, i))
 
     def ask_learner(self) -> None:
-        """One ``train`` call to every rank (a group's ranks update in step)."""
-        self.ask_learners("train", [UPDATES_PER_CALL], "training", self.on_group_report)
+        """One ``train`` call to every rank (a group's ranks update in step), for at most
+        ``UPDATES_PER_CALL`` updates and no more than the budget still holds once the calls in
+        flight are counted: a run stops within one update's env steps past ``total_steps``."""
+        left = self.config.total_steps - self.env_steps - sum(self.asked) * self.update_steps
+        updates = min(UPDATES_PER_CALL, -(-left // self.update_steps))
+        if updates <= 0:
+            return
+        self.asked.append(updates)
+        self.ask_learners("train", [updates], "training", self.on_group_report)
 
     def on_group_report(self, reports: list[IMPALALearnerReport]) -> None:
         """Every rank's report of one call, merged into the group's (its metrics averaged)."""
-        self.on_learner_report(IMPALALearnerReport(
-            sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
-            [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
-            reports[0].updates, max(r.busy_seconds for r in reports),
-            max(r.wait_seconds for r in reports), reports[0].weights,
-            {k: np.mean([r.diagnostics[k] for r in reports], axis=0).tolist()
-             for k in reports[0].diagnostics}))
+        if self.asked:
+            self.asked.popleft()  # this call's (calls are answered in the order asked)
+        self.on_learner_report(IMPALALearnerReport.merged(reports))
 
     def learner_restart_under_way(self, under_way: bool) -> None:
         """Tell the queue (see :meth:`FragmentQueue.learner_restart`)."""
@@ -209,6 +217,7 @@ class IMPALARun(DriverRun):
     def after_learner_restart(self, saved: Checkpoint) -> None:
         """The group is back: ask it again (the fragments the dropped calls held are lost)."""
         self.steps_base = self.env_steps  # the new ranks count from here
+        self.asked.clear()  # the calls in flight were dropped with the group
         for _ in range(LEARNER_CALLS):
             self.ask_learner()
 

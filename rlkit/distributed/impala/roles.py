@@ -64,6 +64,19 @@ class IMPALALearnerReport(NamedTuple):
     weights: Weights
     diagnostics: dict[str, list[float]]
 
+    @staticmethod
+    def merged(reports: list[IMPALALearnerReport]) -> IMPALALearnerReport:
+        """A learner group's report of one call from its ranks' (in rank order): steps,
+        returns and lags of them all, the metrics averaged, rank 0's count and weights, the
+        slowest rank's seconds."""
+        return IMPALALearnerReport(
+            sum(r.env_steps for r in reports), [x for r in reports for x in r.episode_returns],
+            [x for r in reports for x in r.lags], float(np.mean([r.loss for r in reports])),
+            reports[0].updates, max(r.busy_seconds for r in reports),
+            max(r.wait_seconds for r in reports), reports[0].weights,
+            {k: np.mean([r.diagnostics[k] for r in reports], axis=0).tolist()
+             for k in reports[0].diagnostics})
+
 
 class IMPALAWorker:
     """Steps ``config.envs_per_worker`` envs with its copy of the policy; ships fragments.

@@ -71,7 +71,21 @@ def node_of(handle: ActorHandle) -> str | None:
     node_id = address.get("NodeID") or ""
     if not node_id.strip("0") or node_id == ray.get_runtime_context().get_node_id():
         return None
-    return f"node {node_id[:8]} ({address.get('IPAddress', '?')})"
+    # a dead actor's record may keep its node but not the address: the node table has it
+    host = address.get("IPAddress") or node_address(node_id) or "address unknown"
+    return f"node {node_id[:8]} ({host})"
+
+
+def node_address(node_id: str) -> str:
+    """The address Ray's node table gives ``node_id`` (dead nodes included); ``""`` if none."""
+    import ray
+
+    try:
+        nodes = ray.nodes()
+    except Exception:  # noqa: BLE001 - only a label: never let it hide the failure being named
+        return ""
+    return next((n.get("NodeManagerAddress") or "" for n in nodes if n.get("NodeID") == node_id),
+                "")
 
 
 def actor_state(handle: ActorHandle) -> dict:

@@ -53,12 +53,7 @@ class RunOptions(Validated):
     timeline: bool = flag(True)
 
     def check(self) -> None:
-        check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every or 1,
-                                 self.resume_from)
+        check_checkpoint_options(self.checkpoint_dir, self.checkpoint_every, self.resume_from)
         if self.learner_restarts and self.checkpoint_dir is None:
             fail("learner_restarts", self.learner_restarts, "restarts the learner from its "
                  "last checkpoint, but checkpoint_dir is not set", "pass checkpoint_dir=... too")
-        if self.checkpoint_every is not None and self.checkpoint_dir is None:
-            fail("checkpoint_every", self.checkpoint_every, "says how often to save, but "
-                 "checkpoint_dir is not set, so nothing would be saved", "pass "
-                 "checkpoint_dir=... too, or leave checkpoint_every out")
