@@ -39,9 +39,18 @@ lab: $(STAMP)
 
 # Unit tests, then every notebook top to bottom under nbval (assert cells must pass); the 15
 # slowest tests are listed at the end, so the next person sees where the time goes.
+# Two test files at a time (pytest-xdist, --dist loadfile: a notebook's cells stay in order in one
+# kernel, a module's fixtures in one process). One stream leaves cores idle while Ray starts
+# actors, waits and times out (test_faults and test_resume alone kept 1.64 of 2 cores busy); two
+# kept 1.92 busy over the whole suite, which took 29.0 min instead of 36.4-37.9 (Intel Xeon
+# 2-core VM, 2026-11-28). Every timing check already holds
+# beside a busy process (the stressed runs below). TEST_WORKERS=1 runs one file at a time; more
+# than 2 on a 2-core machine gains nothing.
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
-	  --nbval-cell-timeout=900 -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
+	  --nbval-cell-timeout=900 -p no:cacheprovider --durations=15 \
+	  -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The fast tier: every test of tests/ that starts no Ray and trains nothing for real, plus one
 # short Ray run (marked smoke). Tests that use a Ray fixture are marked ray by tests/conftest.py.

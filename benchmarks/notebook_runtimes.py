@@ -52,12 +52,15 @@ def main() -> None:
     parser.add_argument("--check-seconds", type=float, required=True,
                         help="the fast tier, `make check`, with .venv already installed")
     parser.add_argument("--source", required=True)
+    parser.add_argument("--test-workers", type=int, default=2,
+                        help="test files run at a time (the Makefile's TEST_WORKERS)")
     args = parser.parse_args()
     data = summarise(args.junit)
     write_result("notebook_runtimes", {"source": args.source, **data,
                                        "make_test_total_seconds": args.total_seconds,
                                        "install_seconds": args.install_seconds,
-                                       "make_check_seconds": args.check_seconds})
+                                       "make_check_seconds": args.check_seconds,
+                                       "test_workers": args.test_workers})
 
 
 if __name__ == "__main__":

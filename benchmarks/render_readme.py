@@ -65,7 +65,8 @@ def render(results: Path, timing: dict) -> str:
     tts = _load(bench / "time_to_solve.json")
     rollout = _load(bench / "rollout.json")
     sync = _load(bench / "weight_sync.json")
-    lines = ["| notebook | what you learn | runtime (2-core CPU) | headline result |",
+    beside = ", beside another test file" if timing.get("test_workers", 1) > 1 else ""
+    lines = [f"| notebook | what you learn | runtime (2-core CPU{beside}) | headline result |",
              "| --- | --- | --- | --- |"]
     lines.append("| [00 · Ray core, measured](notebooks/00_ray_core.ipynb) | tasks, object refs, "
                  "`ray.put`/`get`/`wait`, actors, resources and the pending-actor trap; the cost "
@@ -185,13 +186,19 @@ def render(results: Path, timing: dict) -> str:
         check = timing.get("make_check_seconds")
         fast = (f" The fast tier, `make check`, took {check:.0f} s (with `.venv` installed)."
                 if check else "")
+        workers = timing.get("test_workers", 1)
+        streams = (f", {workers} test files at a time: the files' own times add up to "
+                   f"{timing['tests_dir_seconds'] / 60:.1f} min for `tests/` and "
+                   f"{sum(timing['notebooks_seconds'].values()) / 60:.1f} min for the "
+                   f"notebooks, each measured beside another file" if workers > 1 else
+                   f" (`tests/` {timing['tests_dir_seconds'] / 60:.1f} min, including the fault "
+                   f"tests and Ray code run twice in one kernel; the rest nbval running each "
+                   f"notebook once)")
         out += [f"A fresh `make test` took {timing['make_test_total_seconds'] / 60:.1f} min: "
                 f"{timing['install_seconds'] / 60:.1f} min to create `.venv` and install, "
-                f"{timing['pytest_seconds'] / 60:.1f} min of tests (`tests/` "
-                f"{timing['tests_dir_seconds'] / 60:.1f} min, including the fault tests and "
-                f"Ray code run twice in one kernel; the rest nbval running "
-                f"each notebook once).{fast} Machine: {timing['machine']['cpu']}, "
-                f"{timing['machine']['logical_cores']} cores. Source: {timing['source']}.", ""]
+                f"{timing['pytest_seconds'] / 60:.1f} min of tests{streams}.{fast} Machine: "
+                f"{timing['machine']['cpu']}, {timing['machine']['logical_cores']} cores. "
+                f"Source: {timing['source']}.", ""]
     if nb01:
         out += ["**Notebook 01, per seed** (greedy eval over 20 episodes; wall seconds include "
                 "the evaluations):", ""]
