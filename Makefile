@@ -42,8 +42,8 @@ lab: $(STAMP)
 # Two test files at a time (pytest-xdist, --dist loadfile: a notebook's cells stay in order in one
 # kernel, a module's fixtures in one process). One stream leaves cores idle while Ray starts
 # actors, waits and times out (test_faults and test_resume alone kept 1.64 of 2 cores busy); two
-# kept 1.92 busy over the whole suite, which took 29.0 min instead of 36.4-37.9 (Intel Xeon
-# 2-core VM, 2026-11-28). Every timing check already holds
+# kept 1.92 busy over the whole suite, whose tests took 29.0 and 33.7 min in two runs instead
+# of 36.4 and 37.9 (Intel Xeon 2-core VM, 2026-11-28). Every timing check already holds
 # beside a busy process (the stressed runs below). TEST_WORKERS=1 runs one file at a time; more
 # than 2 on a 2-core machine gains nothing.
 TEST_WORKERS ?= 2
