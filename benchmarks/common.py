@@ -7,7 +7,9 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +52,32 @@ def results_dir() -> Path:
     return Path(os.environ.get("RLKIT_BENCH_RESULTS", RESULTS))
 
 
+def recorded_at() -> dict[str, Any]:
+    """When and from which code a result was measured: the UTC date and the git commit
+    (``None`` outside a git checkout; ``dirty`` when tracked files had changes)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  timeout=10, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "commit": git("rev-parse", "--short", "HEAD"), "dirty": bool(status)}
+
+
 def write_result(name: str, data: dict[str, Any]) -> Path:
-    """Write ``benchmarks/results/<name>.json`` with the machine description added."""
+    """Write ``benchmarks/results/<name>.json`` with the machine description, the date and the
+    commit added."""
     folder = results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"
-    path.write_text(json.dumps({"machine": describe_machine(), **data}, indent=1))
+    path.write_text(json.dumps({"machine": describe_machine(), "recorded": recorded_at(),
+                                **data}, indent=1))
     print("wrote", path)
     return path
 

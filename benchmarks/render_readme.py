@@ -20,6 +20,7 @@ from benchmarks.lunar import readme_lines as lunar_lines
 from benchmarks.learner import readme_lines as learner_lines
 from benchmarks.pixels import readme_lines as pixels_lines
 from benchmarks.pixels_apex import readme_lines as pixels_apex_lines
+from benchmarks.apex_ablation import readme_lines as apex_ablation_lines
 from benchmarks.pong import readme_lines as pong_lines
 from benchmarks.ppo import readme_lines as ppo_lines
 from benchmarks.ppo_ablation import readme_lines as ppo_ablation_lines
@@ -249,7 +250,8 @@ def render(results: Path, timing: dict) -> str:
                        f"{s['range_seconds_to_solve'][1]:.1f})", f"{s['ms_per_env_step']:.2f}")
                       for key, s in tts["summary"].items()))
         out += [""]
-    for name, lines in (("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
+    for name, lines in (("apex_ablation", apex_ablation_lines),
+                        ("ppo", ppo_lines), ("ppo_ablation", ppo_ablation_lines),
                         ("lunar", lunar_lines), ("pixels", pixels_lines),
                         ("pixels_1m", pixels_lines), ("pixels_apex", pixels_apex_lines),
                         ("pong_h100", pong_lines)):

@@ -38,6 +38,7 @@ def main() -> None:
                  ["benchmarks.a3c", "--seeds", "0"],
                  ["benchmarks.impala", "--seeds", "0", "--throughput-steps", "100000"],
                  ["benchmarks.apex", "--seeds", "0", "--tree-seconds", "1"],
+                 ["benchmarks.apex_ablation", "--seeds", "0", "--budget", "5000"],
                  ["benchmarks.ppo", "--seeds", "0", "--ray-seeds", "0", "--pendulum-seeds", "0"],
                  ["benchmarks.ppo_ablation", "--seeds", "0", "--budget", "10000"],
                  ["benchmarks.lunar", "--seeds", "0", "--total-steps", "12000"],
@@ -48,7 +49,7 @@ def main() -> None:
     else:
         steps = [["benchmarks.rollout"], ["benchmarks.learner"], ["benchmarks.weight_sync"],
                  ["benchmarks.time_to_solve"], ["benchmarks.a3c"], ["benchmarks.impala"],
-                 ["benchmarks.apex"], ["benchmarks.ppo"], ["benchmarks.ppo_ablation"],
+                 ["benchmarks.apex"], ["benchmarks.apex_ablation"], ["benchmarks.ppo"], ["benchmarks.ppo_ablation"],
                  ["benchmarks.lunar"], ["benchmarks.pixels"], ["benchmarks.pixels_apex"],
                  ["benchmarks.timeline"],
                  ["benchmarks.dashboard"], ["benchmarks.render_readme"]]

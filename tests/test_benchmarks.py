@@ -54,6 +54,26 @@ def test_lunar_settings_build_the_task_and_render_a_result():
     assert lines[5] == "| 1 | False | - | - | 101 (cpu) | 120 |"
 
 
+def test_apex_ablation_counts_the_seeds_that_reached_the_target_per_arm():
+    """benchmarks/apex_ablation.py on hand-made runs: the median env steps to reach 475 counts
+    only the seeds that reached it (none: "-"); the best evaluation is each seed's highest."""
+    from benchmarks.apex_ablation import readme_lines, summarize
+
+    runs = {"a": {"0": {"solved": True, "solved_at_steps": 5_000, "eval_returns": [90.0, 480.0]},
+                  "1": {"solved": False, "solved_at_steps": None, "eval_returns": [300.0, 200.0]},
+                  "2": {"solved": True, "solved_at_steps": 10_000, "eval_returns": [499.0]}},
+            "b": {"0": {"solved": False, "solved_at_steps": None, "eval_returns": [10.0]}}}
+    summary = summarize(runs)
+    assert summary == {"a": {"solved": 2, "seeds": 3, "median_steps_to_solve": 7_500.0,
+                             "median_best_eval": 480.0},
+                       "b": {"solved": 0, "seeds": 1, "median_steps_to_solve": None,
+                             "median_best_eval": 10.0}}
+    lines = readme_lines({"budget": 12_500, "target": 475.0, "seeds": [0, 1, 2],
+                          "summary": summary})
+    assert "at most 12,500 env steps" in lines[0] and "seeds 0, 1, 2" in lines[0]
+    assert lines[4:6] == ["| a | 2/3 | 7,500 | 480 |", "| b | 0/1 | - | 10 |"]
+
+
 def test_ppo_ablation_names_each_runs_outcome_and_counts_them_per_arm():
     """benchmarks/ppo_ablation.py: held = every evaluation from the first at 475 stayed there;
     reached = got there and fell back; never. Hand-made evaluation lists."""
@@ -255,3 +275,48 @@ def test_the_minutes_timer_interrupts_a_process_that_ignores_ctrl_c():
     finally:
         interrupt_after(0)
         signal.signal(signal.SIGINT, before)
+
+
+def _presets():
+    """(result, key in it, the code's preset it was measured with): each committed benchmark
+    result that a notebook or the README quotes, against the settings the code holds now."""
+    from benchmarks import apex_ablation, ppo_ablation
+    from rlkit.algos.a2c import A2CConfig
+    from rlkit.algos.dqn import BREAKOUT_MINATAR
+    from rlkit.algos.impala import IMPALAConfig
+    from rlkit.algos.ppo import PENDULUM, PPOConfig
+    from rlkit.algos.sac import LUNAR_LANDER
+
+    recorded_budget = json.loads((ROOT / "benchmarks/results/apex_ablation.json").read_text())
+    return {"apex_ablation": ("config", apex_ablation.ablation_config(recorded_budget["budget"])),
+            "ppo_ablation": ("config", PPOConfig()), "ppo": ("config", PPOConfig()),
+            "ppo pendulum": ("pendulum_config", PENDULUM), "a3c": ("config", A2CConfig()),
+            "impala": ("config", IMPALAConfig()), "impala_stability": ("config", IMPALAConfig()),
+            "lunar": ("config", LUNAR_LANDER), "pixels": ("config", BREAKOUT_MINATAR),
+            "pixels_1m": ("config", BREAKOUT_MINATAR)}
+
+
+@pytest.mark.parametrize("name", ["apex_ablation", "ppo_ablation", "ppo", "ppo pendulum", "a3c",
+                                  "impala", "impala_stability", "lunar", "pixels", "pixels_1m"])
+def test_a_committed_benchmark_result_was_measured_with_the_settings_in_the_code(name):
+    """A notebook or the README that quotes a committed result quotes it for the code's
+    settings: change a preset (or an arm) without rerunning its benchmark and this fails, naming
+    the fields. A field a config gained after the run counts at its default, as the run did."""
+    from rlkit.core.common import config_dict, with_added_fields
+
+    key, preset = _presets()[name]
+    data = json.loads((ROOT / "benchmarks/results" / f"{name.split()[0]}.json").read_text())
+    recorded, now = with_added_fields(data[key], preset), config_dict(preset)
+    differ = {k: (recorded.get(k), now.get(k)) for k in recorded.keys() | now.keys()
+              if recorded.get(k) != now.get(k)}
+    assert not differ, (f"benchmarks/results/{name.split()[0]}.json was measured with other "
+                        f"settings (recorded, code): {differ}; rerun its benchmark")
+    if name == "apex_ablation":
+        from benchmarks.apex_ablation import ARMS
+        from rlkit.algos.apex import ApexConfig
+
+        assert data["arms"] == ARMS and data["apex_config"] == config_dict(ApexConfig())
+    if name == "ppo_ablation":
+        from benchmarks.ppo_ablation import ARMS
+
+        assert data["arms"] == ARMS
