@@ -116,6 +116,51 @@ def check_timeline(result, roles: set[str]) -> None:
     assert all(0 <= s.start <= s.end for s in spans if s.end is not None)
 
 
+def stop_pressed_twice(monkeypatch, gap_ms: float, run, save_seconds: float = 0.4) -> None:
+    """Run ``run()`` with stop pressed twice, ``gap_ms`` apart, as a terminal or JupyterLab
+    sends it: the first press at the run's first logged episode, the second from another
+    thread, while the checkpoint is saved (``torch.save`` made to take ``save_seconds``, as a
+    large buffer on a slow disk does, so that every gap lands in it). The caller reads what was
+    printed (``capsys``). A press that comes after the run stopped is counted, not raised: a
+    KeyboardInterrupt escaping into pytest would stop the whole session."""
+    import signal
+    import threading
+
+    import rlkit.train.checkpoint as checkpoint_module
+    from rlkit.core.metrics import History
+
+    real_save = checkpoint_module.torch.save
+
+    def slow_save(*args, **kwargs):
+        time.sleep(save_seconds)
+        return real_save(*args, **kwargs)
+
+    def first_press(self, *args):
+        threading.Timer(gap_ms / 1000, os.kill, (os.getpid(), signal.SIGINT)).start()
+        raise KeyboardInterrupt
+
+    running, late = [True], []
+
+    def ctrl_c(signum, frame):  # Python's own Ctrl-C while the run runs, then a counter
+        if running[0]:
+            raise KeyboardInterrupt
+        late.append(signum)
+
+    monkeypatch.setattr(History, "log_episode", first_press)
+    monkeypatch.setattr(checkpoint_module.torch, "save", slow_save)
+    inherited = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                run()
+            finally:
+                running[0] = False  # (a press just before this line raises inside pytest.raises)
+        time.sleep(gap_ms / 1000 + 1.0)  # where a press after the stop lands
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+    monkeypatch.undo()
+
+
 def wait_until_no_actors(seconds: float = 30.0) -> list[str]:
     """Poll until no process of our actor classes is left (a killed process takes a moment
     to exit); return what is left after ``seconds``.

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import assert_same_tree
+from conftest import assert_same_tree, stop_pressed_twice
 
 from rlkit.algos.dqn import DQNConfig, DQNLearner
 from rlkit.algos.impala import IMPALAConfig
@@ -461,44 +461,11 @@ def test_a_second_ctrl_c_while_the_checkpoint_is_written_waits_for_it(tmp_path, 
 @pytest.mark.parametrize("gap_ms", [0, 5, 20, 50, 100, 300])
 def test_two_presses_of_stop_leave_a_checkpoint_that_loads_or_say_none_was_saved(
         tmp_path, monkeypatch, capsys, gap_ms):
-    """Stop pressed twice, ``gap_ms`` apart, from another thread as a terminal or JupyterLab
-    sends it, while one-process DQN saves its checkpoint (made to take 0.4 s, as a large buffer
-    on a slow disk does, so that every gap lands in it): the checkpoint is written and loads, or
+    """Stop pressed twice, ``gap_ms`` apart, while one-process DQN saves its checkpoint (made
+    to take 0.4 s: :func:`conftest.stop_pressed_twice`): the checkpoint is written and loads, or
     a printed line says none was saved (before the fix, the second press lost it without a
-    word). A press that comes after the run stopped is counted, not raised: a KeyboardInterrupt
-    escaping into pytest would stop the whole session."""
-    import rlkit.train.checkpoint as checkpoint_module
-
-    real_save = checkpoint_module.torch.save
-
-    def slow_save(*args, **kwargs):
-        time.sleep(0.4)
-        return real_save(*args, **kwargs)
-
-    def first_press(self, *args):
-        threading.Timer(gap_ms / 1000, os.kill, (os.getpid(), signal.SIGINT)).start()
-        raise KeyboardInterrupt
-
-    run, late = [True], []
-
-    def ctrl_c(signum, frame):  # Python's own Ctrl-C while the run runs, then a counter
-        if run[0]:
-            raise KeyboardInterrupt
-        late.append(signum)
-
-    monkeypatch.setattr(History, "log_episode", first_press)
-    monkeypatch.setattr(checkpoint_module.torch, "save", slow_save)
-    inherited = signal.signal(signal.SIGINT, ctrl_c)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            try:
-                train_dqn(CFG, checkpoint_dir=tmp_path)
-            finally:
-                run[0] = False  # (a press just before this line raises inside pytest.raises)
-        time.sleep(gap_ms / 1000 + 1.0)  # where a press after the stop lands
-    finally:
-        signal.signal(signal.SIGINT, inherited)
-    monkeypatch.undo()
+    word). The same for a Ray run: tests/test_faults.py."""
+    stop_pressed_twice(monkeypatch, gap_ms, lambda: train_dqn(CFG, checkpoint_dir=tmp_path))
     out = capsys.readouterr().out
     if "checkpoint saved to" in out:
         assert load_checkpoint(tmp_path, "DQN", CFG).env_steps > 0

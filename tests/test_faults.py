@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import assert_same_tree, wait_until_no_actors
+from conftest import assert_same_tree, stop_pressed_twice, wait_until_no_actors
 
 ray = pytest.importorskip("ray")
 
@@ -150,6 +150,23 @@ def test_keyboard_interrupt_saves_a_checkpoint_and_stops_every_actor(ray_cluster
                                                num_workers=1), resume_from=tmp_path)
     assert result.env_steps == saved.env_steps + 500
     assert wait_until_no_actors() == []
+
+
+@pytest.mark.parametrize("gap_ms", [0, 50, 300])
+def test_two_presses_of_stop_in_a_ray_run_leave_a_checkpoint_or_say_none_was_saved(
+        ray_cluster, tmp_path, monkeypatch, capsys, gap_ms):
+    """Stop pressed twice, ``gap_ms`` apart, while DQN on Ray saves its checkpoint (made to
+    take 0.4 s: :func:`conftest.stop_pressed_twice`): the checkpoint is written and loads, or
+    a printed line says none was saved; either way every actor is stopped. (The one-process
+    loop, at six gaps: tests/test_checkpoint.py.)"""
+    stop_pressed_twice(monkeypatch, gap_ms, lambda: train_dqn_ray(
+        dataclasses.replace(CFG, num_workers=1, total_steps=20_000), checkpoint_dir=tmp_path))
+    assert wait_until_no_actors() == []
+    out = capsys.readouterr().out
+    if "checkpoint saved to" in out:
+        assert load_checkpoint(tmp_path, "DQN", CFG).env_steps > 0
+    else:
+        assert "no checkpoint saved" in out, out
 
 
 def test_keyboard_interrupt_in_the_single_process_loop_saves_a_checkpoint(tmp_path,
