@@ -26,6 +26,13 @@ def test_a_notebook_not_run_reads_run_nn_and_the_rest_keep_their_numbers():
     assert "| CartPole | 02 DQN on Ray |" in table[3] and table[3].endswith("| run 02 | run 02 |")
     assert any(line.endswith("| 144,069 | 4.1 |") for line in table)
     assert all(r["env_steps"] is None for r in series_rows({}))  # a fresh checkout: all missing
+    # the whole series: tasks in the order the notebooks meet them, then the notebooks' order
+    rows = series_rows({})
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    assert tasks == ["CartPole", "Pendulum", "Breakout-MinAtar"]
+    for task in tasks:
+        numbers = [r["notebook"] for r in rows if r["task"] == task]
+        assert numbers == sorted(numbers), (task, numbers)
 
 
 def test_every_row_reads_a_results_file_and_keys_its_notebook_writes():

@@ -129,7 +129,8 @@ def series_rows(saved: Mapping[str, Mapping[str, Any]], up_to: str = "99"
     """One dict per pattern of the notebooks up to ``up_to``: the :class:`Pattern`'s fields,
     plus ``env_steps`` and ``seconds`` to solve from ``saved`` (results by name, e.g. from
     :func:`rlkit.core.metrics.saved_results`), ``None`` where that notebook has not run.
-    CartPole's rows first, then Pendulum's, each in the series' order."""
+    Grouped by task in the order the series meets them (CartPole, Pendulum, then
+    Breakout-MinAtar), each group in the series' order."""
     rows = []
     for p in PATTERNS:
         if p.notebook > up_to:
@@ -138,7 +139,8 @@ def series_rows(saved: Mapping[str, Mapping[str, Any]], up_to: str = "99"
         rows.append({**p.__dict__, "env_steps": None if result is None else _lookup(
             result, p.env_steps), "seconds": None if result is None else _lookup(
             result, p.seconds)})
-    return sorted(rows, key=lambda row: row["task"])  # (a stable sort: notebook order kept)
+    first_met = {task: i for i, task in enumerate(dict.fromkeys(p.task for p in PATTERNS))}
+    return sorted(rows, key=lambda row: first_met[row["task"]])  # (stable: notebook order kept)
 
 
 def series_table(rows: list[dict[str, Any]], columns: tuple[str, ...] = (
