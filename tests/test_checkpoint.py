@@ -2,7 +2,6 @@
 
 import copy
 import dataclasses
-import os
 import signal
 import threading
 import time
