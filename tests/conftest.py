@@ -121,7 +121,7 @@ def stop_pressed_twice(monkeypatch, gap_ms: float, run, save_seconds: float = 0.
     sends it: the first press at the run's first logged episode, the second from another
     thread, while the checkpoint is saved (``torch.save`` made to take ``save_seconds``, as a
     large buffer on a slow disk does, so that every gap lands in it). The caller reads what was
-    printed (``capsys``). A press that comes after the run stopped is counted, not raised: a
+    printed (``capsys``). A press that comes after the run stopped is ignored, not raised: a
     KeyboardInterrupt escaping into pytest would stop the whole session."""
     import signal
     import threading
@@ -139,12 +139,11 @@ def stop_pressed_twice(monkeypatch, gap_ms: float, run, save_seconds: float = 0.
         threading.Timer(gap_ms / 1000, os.kill, (os.getpid(), signal.SIGINT)).start()
         raise KeyboardInterrupt
 
-    running, late = [True], []
+    running = [True]
 
-    def ctrl_c(signum, frame):  # Python's own Ctrl-C while the run runs, then a counter
+    def ctrl_c(signum, frame):  # Python's own Ctrl-C while the run runs; later, ignored
         if running[0]:
             raise KeyboardInterrupt
-        late.append(signum)
 
     monkeypatch.setattr(History, "log_episode", first_press)
     monkeypatch.setattr(checkpoint_module.torch, "save", slow_save)
