@@ -120,7 +120,7 @@ def test_apex_ddpg_roles_in_one_process():
 
 
 def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster):
-    from rlkit.distributed.apex.driver import train_apex_ray
+    from rlkit.distributed.apex.driver import HISTOGRAMS_PER_EVAL, train_apex_ray
 
     algo = ApexDQN(dataclasses.replace(SMALL_DQN, envs_per_worker=2, fragment_steps=40),
                    ApexConfig(num_shards=2, updates_per_call=8))
@@ -129,7 +129,12 @@ def test_apex_dqn_under_ray_with_two_shards_and_nothing_left_running(ray_cluster
     assert len(result.shard_sizes) == 2 and min(result.shard_sizes) > 0
     assert result.worker_restarts == 1 and "worker 0 failed" in result.history.events[0]
     check_timeline(result, {"worker 0", "worker 1", "learner", "evaluator"})
-    assert result.history.eval_steps and result.priority_histograms
+    assert result.history.eval_steps
+    # a priority histogram each time the env steps passed a multiple of eval_every / 4 (a report
+    # of 80 env steps may pass two multiples of 75 at once): 600 env steps give at least 4
+    every = SMALL_DQN.eval_every // HISTOGRAMS_PER_EVAL
+    marks = [steps // every for steps, _ in result.priority_histograms]
+    assert marks == sorted(set(marks)) and marks[0] >= 1 and len(marks) >= HISTOGRAMS_PER_EVAL
     # the run ends with an evaluation of exactly the weights it returns
     q = QNetwork(4, 2, SMALL_DQN.hidden)
     load_numpy_weights(q, result.weights)

@@ -9,6 +9,8 @@ it asks the learner for up to ``updates_per_call`` of them. A worker whose next 
 more than two learner calls ahead of the learner waits ("parked"), so the update-to-data ratio holds
 on any machine. Every ``eval_every`` env steps the evaluator scores the weights of the latest
 learner report; a run that ends unsolved ends with one more evaluation, of its last weights.
+The shards' priorities are counted in a histogram :data:`HISTOGRAMS_PER_EVAL` times per
+evaluation interval, so even a run that solves at its first evaluation has several to compare.
 Asynchronous runs are not bit-reproducible.
 """
 
@@ -41,6 +43,9 @@ from rlkit.train.checkpoint import Checkpoint, updates_owed
 
 #: Log-spaced bins of the stored priorities ``(|delta| + eps) ** alpha`` for the histograms.
 PRIORITY_BINS = np.logspace(-2, 1.5, 36)
+#: Priority histograms taken per ``eval_every`` env steps (every 625 for an ``eval_every`` of
+#: 2,500): no evaluation comes before ``eval_every``, so a run has this many before it can stop.
+HISTOGRAMS_PER_EVAL = 4
 
 
 @dataclass(kw_only=True)
@@ -48,7 +53,8 @@ class ApexResult(RunResult):
     """What :func:`train_apex_ray` returns: :class:`RunResult`, plus Ape-X's own measures.
 
     Attributes:
-        priority_histograms: ``(env_steps, counts in PRIORITY_BINS)`` at each evaluation.
+        priority_histograms: ``(env_steps, counts in PRIORITY_BINS)``, taken each time the
+            env steps pass a multiple of ``eval_every / HISTOGRAMS_PER_EVAL``.
         shard_sizes: Items in each shard at the end.
         parked_seconds: Worker time spent waiting for the learner (the rate limiter).
         solved_at_steps, solved_at_seconds: The evaluation that solved it (``None`` if none).
@@ -125,6 +131,8 @@ class ApexRun(DriverRun):
         self.weights: Weights = {}
         self.weights_steps = 0  # env steps collected when the learner sent ``weights``
         self.histograms: list[tuple[int, np.ndarray]] = []
+        self.histogram_every = max(1, self.cfg.eval_every // HISTOGRAMS_PER_EVAL)
+        self.next_histogram = (self.env_steps // self.histogram_every + 1) * self.histogram_every
         self.parked: dict[int, float] = {}  # worker -> when it started waiting
         self.parked_seconds = 0.0
         self.learner_busy = self.evaluating = False
@@ -243,10 +251,13 @@ class ApexRun(DriverRun):
         if not self.evaluating and self.weights and evaluation_due(
                 self.weights_steps, self.history.eval_steps, cfg.eval_every):
             self.launch_evaluation()
+        if self.env_steps >= self.next_histogram:
+            self.histograms.append((self.env_steps, self.priority_histogram()))
+            self.next_histogram = (self.env_steps // self.histogram_every + 1) * self.histogram_every
 
     def launch_evaluation(self) -> None:
         """Evaluate the weights of the latest learner report, logged at the env steps they had
-        trained on; the priority histogram is taken at the same moment."""
+        trained on."""
         cfg, evals = self.cfg, len(self.history.eval_steps)
         self.eval_at = (self.weights_steps, self.clock())
         self.evaluated_weights = self.weights
@@ -254,7 +265,6 @@ class ApexRun(DriverRun):
             self.weights, cfg.eval_episodes, eval_seed(cfg.seed, evals, cfg.eval_episodes))
         self.expect(ref, "evaluator", self.on_evaluation)
         self.evaluating = True
-        self.histograms.append((self.env_steps, self.priority_histogram()))
 
     def finish(self) -> None:
         """Finish the evaluation in flight; if the budget ran out unsolved, evaluate the last
