@@ -203,6 +203,46 @@ def test_with_no_room_for_a_lost_rank_the_run_stops_after_timeout_s_naming_the_l
     assert wait_until_no_actors() == []
 
 
+def test_a_worker_beside_a_learner_whose_node_died_silently_is_named_lost_with_it(
+        nodes_cluster):
+    """A node that loses power takes every actor on it, while Ray lists it alive for about 15
+    s more: the error names the learner, its node, and the worker the plan put beside it (its
+    ping failed too), not the worker on another node; within the supervisor's ping and
+    ``NAMING_ALLOWANCE_S``. (The supervisor is driven directly, with three actors that only
+    answer pings: what is tested is the naming, not a run.)"""
+    import time
+
+    from rlkit.core.metrics import History
+    from rlkit.distributed.runtime.faults import remove_node
+    from rlkit.distributed.runtime.parameter_server import ParameterServer
+    from rlkit.distributed.runtime.placement import ResourcePlan, Slot
+    from rlkit.distributed.runtime.supervisor import Supervisor
+
+    nodes_cluster.refill()
+    nodes = cluster_nodes()
+    doomed, other = nodes[1], nodes[2]
+    plan = ResourcePlan(tuple(nodes), {"learner": Slot(doomed.node_id, 0.5),
+                                       "worker 0": Slot(doomed.node_id, 0.5),
+                                       "worker 1": Slot(other.node_id, 1.0)})
+    sup = Supervisor(60.0, 3, History(), plan=plan)
+    sup.handles = {role: ray.remote(ParameterServer).options(**plan.options(role)).remote()
+                   for role in plan.slots}
+    ray.get([handle.ping.remote() for handle in sup.handles.values()])
+    node = next(n for n in nodes_cluster.cluster.worker_nodes if n.node_id == doomed.node_id)
+    remove_node(nodes_cluster.cluster, node, silent=True)
+    removed_at = time.perf_counter()
+    assert doomed.node_id in {n.node_id for n in cluster_nodes()}  # still listed: silent
+    error = sup.failure(RuntimeError("connection lost"), "learner", "training")
+    named = time.perf_counter() - removed_at
+    print(f"named in {named:.2f} s: {error}")
+    assert str(error).startswith(f"the learner actor failed on node {doomed.node_id[:8]} (")
+    assert "(also lost: worker 0)" in str(error) and "worker 1" not in str(error)
+    assert named < PING_TIMEOUT_S + NAMING_ALLOWANCE_S
+    for handle in sup.handles.values():
+        ray.kill(handle)
+    assert wait_until_no_actors() == []
+
+
 def test_a_sac_learner_group_keeps_the_update_ratio_and_every_transition(nodes_cluster):
     """A short run (a group's arithmetic is test_learner_group.py's; a group solving CartPole
     is notebook 07's and the restart test's; DQN's group, the same OffPolicyLearner code, is the

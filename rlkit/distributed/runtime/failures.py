@@ -4,8 +4,9 @@ Every way a role can die in a run ends here (:meth:`FailureNaming.failure`)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rlkit.distributed.runtime.actor_state import PING_TIMEOUT_S, describe_error, node_of
 from rlkit.distributed.runtime.placement import ResourcePlan, cluster_nodes
@@ -18,6 +19,20 @@ if TYPE_CHECKING:
 #: The roles a run can replace (each restart with a fresh seed); every other role (learner,
 #: servers, shards, queue) holds state the run cannot rebuild, so its failure ends the run.
 RESTARTABLE = ("worker", "evaluator")
+
+
+def failed_pings(ready: list[Any], pings: dict[Any, str]) -> list[str]:
+    """The roles of the ``ready`` pings (``pings``: ref -> role) that raised a Ray error."""
+    import ray
+    from ray.exceptions import RayError
+
+    dead = []
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except RayError:
+            dead.append(pings[ref])
+    return dead
 
 
 class RoleFailedError(RuntimeError):
@@ -44,29 +59,46 @@ class FailureNaming:
     checkpoint_dir: str | Path | None
 
     def dead_roles(self) -> list[str]:
-        """The unreplaceable roles whose ``ping`` fails (one busy past ``PING_TIMEOUT_S`` lives)."""
+        """The unreplaceable roles whose ``ping`` fails (one busy past ``PING_TIMEOUT_S`` lives),
+        then, if any failed, the restartable roles the plan put on their nodes whose ping failed
+        too: a node that dies takes every actor on it, and one that died silently is still
+        listed alive for about 15 s. All are pinged at once; the second group is waited for
+        only within the same ``PING_TIMEOUT_S``, and only when an unreplaceable role is dead."""
         import ray
-        from ray.exceptions import RayError
 
         roles = [r for r in self.handles if not r.startswith(RESTARTABLE)]
-        pings = {self.handles[r].ping.remote(): r for r in roles}
-        ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=PING_TIMEOUT_S)
-        dead = []
-        for ref in ready:
-            try:
-                ray.get(ref)
-            except RayError:
-                dead.append(pings[ref])
-        return sorted(dead, key=roles.index)
+        beside = self.beside(roles)
+        pings = {self.handles[r].ping.remote(): r for r in roles + beside}
+        sent = time.perf_counter()
+        servers = [ref for ref, r in pings.items() if r in roles]
+        ready, _ = ray.wait(servers, num_returns=len(servers), timeout=PING_TIMEOUT_S)
+        dead = failed_pings(ready, pings)
+        if dead and beside:
+            rest = [ref for ref, r in pings.items() if r in beside]
+            left = max(0.0, PING_TIMEOUT_S - (time.perf_counter() - sent))
+            ready, _ = ray.wait(rest, num_returns=len(rest), timeout=left)
+            dead += failed_pings(ready, pings)
+        return sorted(dead, key=(roles + beside).index)
+
+    def beside(self, roles: list[str]) -> list[str]:
+        """The running restartable roles the plan put on a node of one of ``roles``, other than
+        the driver's node (which cannot be lost while the driver runs)."""
+        if self.plan is None:
+            return []
+        driver = {n.node_id for n in self.plan.nodes if n.driver}
+        nodes = {self.plan.slots[r].node_id for r in roles if r in self.plan.slots} - driver
+        return [r for r, s in self.plan.slots.items()
+                if r.startswith(RESTARTABLE) and s.node_id in nodes and r in self.handles]
 
     def failure(self, error: BaseException, role: str, doing: str,
                 dead: list[str] | None = None) -> RoleFailedError:
         """The error for a failed call to ``role``: it names the role that really failed
         (``role`` itself if it is dead or raised, else another that died first), its node, the
         roles lost with it (a node that died takes all of its actors), and the checkpoint.
-        ``dead``: the roles already found dead (else they are pinged now)."""
+        ``dead``: the roles already found dead (:meth:`dead_roles`; else they are pinged now)."""
         dead = self.dead_roles() if dead is None else dead
-        culprit = role if role in dead or not dead else dead[0]
+        servers = [r for r in dead if not r.startswith(RESTARTABLE)]
+        culprit = role if role in servers or not servers else servers[0]
         node = node_of(self.handles[culprit]) if culprit in self.handles else None
         where = f" on {node}" if node else ""
         what = (f"the {culprit} actor died{where}; the {role} failed with it while {doing}"
@@ -90,7 +122,8 @@ class FailureNaming:
     def lost_with(self, role: str) -> list[str]:
         """The other running roles the plan put on ``role``'s node, if Ray no longer lists that
         node alive: a node that dies takes every actor on it, workers included. (A node that
-        died silently stays listed for about 15 s; its roles are then not named here.)"""
+        died silently stays listed for about 15 s: :meth:`dead_roles` names the roles there
+        whose ping failed.)"""
         slot = self.plan.slots.get(role) if self.plan is not None else None
         if slot is None or slot.node_id in {n.node_id for n in cluster_nodes()}:
             return []

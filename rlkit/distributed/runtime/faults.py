@@ -48,6 +48,20 @@ def node_processes(node: Any) -> list[Any]:
         return []
 
 
+def remove_node(cluster: Any, node: Any, silent: bool = False) -> None:
+    """Remove ``node`` of ``cluster`` with every process it started; ``silent``: SIGKILL them
+    all, as a machine that loses power (see :func:`lose_node_at`)."""
+    workers = node_processes(node)
+    if silent:  # SIGKILL, workers first: the raylet says no goodbye to the GCS
+        for proc in workers:
+            with contextlib.suppress(Exception):
+                proc.kill()
+    cluster.remove_node(node, allow_graceful=not silent)
+    for proc in workers:  # the machine is gone: nothing of it runs on (see node_processes)
+        with contextlib.suppress(Exception):
+            proc.kill()
+
+
 def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = False,
                    silent: bool = False) -> tuple[Callable[[Any, int], None], NodeLoss]:
     """A fault hook (for :data:`~rlkit.distributed.runtime.supervisor.FAULT_HOOKS`) that, once
@@ -64,15 +78,7 @@ def node_loss_hook(cluster: Any, role: str, env_steps: int, replace: bool = Fals
             return
         cpus = next((n.cpus for n in cluster_nodes() if n.node_id == node_id), 1.0)
         begin = time.perf_counter()
-        workers = node_processes(node)
-        if silent:  # SIGKILL, workers first: the raylet says no goodbye to the GCS
-            for proc in workers:
-                with contextlib.suppress(Exception):
-                    proc.kill()
-        cluster.remove_node(node, allow_graceful=not silent)
-        for proc in workers:  # the machine is gone: nothing of it runs on (see node_processes)
-            with contextlib.suppress(Exception):
-                proc.kill()
+        remove_node(cluster, node, silent)
         loss.node_id, loss.at_seconds, loss.at_env_steps = node_id, time.perf_counter(), steps
         if replace:
             loss.replacement = cluster.add_node(num_cpus=cpus)

@@ -119,7 +119,7 @@ class Supervisor(FailureNaming):
         if isinstance(error, FloatingPointError):
             raise error
         dead = self.dead_roles()
-        if dead:  # a worker that failed because a server died: no restart can help
+        if any(not r.startswith(RESTARTABLE) for r in dead):  # a server died: no restart helps
             raise self.failure(error, role, "running", dead) from error
         lost = self.plan.node(role) if self.plan is not None and role in self.plan.slots else None
         gone = lost.node_id if lost and silently_gone(self.handles[role]) else ""  # ask first
