@@ -3,6 +3,8 @@ through the runner, fragments and replay; the network's encoder, chosen by the o
 converts them on the learner's device; an algorithm whose networks are MLPs refuses them before
 anything starts."""
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -42,6 +44,18 @@ def test_a_space_no_network_here_takes_is_refused_naming_the_env_and_the_fix():
                                          r"pixels returns images of shape \(4, 10, 10\) \(uint8\)"
                                          r".*Fix: use an algorithm that takes images \(DQN"):
         obs_spec(make_env(ENV_ID, 0).observation_space, "pixels", "SAC", images=False)
+
+
+@pytest.mark.parametrize("shape", [(10, 10, 10), (4, 84, 4)])
+def test_an_image_whose_channels_cannot_be_told_from_its_shape_is_refused(shape):
+    """MinAtar Seaquest's frames are (10, 10, 10) channels last: read as channels first they
+    would train a network on transposed frames without a word."""
+    with pytest.raises(ValueError, match=rf"seaquest returns images of shape {re.escape(str(shape))}"
+                                         r": its first and last sides are equal.*Fix: make the "
+                                         r"env return frames channels first"):
+        obs_spec(gym.spaces.Box(0, 1, shape, np.uint8), "seaquest")
+    with pytest.raises(ValueError, match=r"equal first and last sides.*Fix"):
+        make_encoder(ObsSpec(shape, np.dtype(np.uint8)))
 
 
 def test_a3c_refuses_frames_before_any_actor_starts():

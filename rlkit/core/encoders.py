@@ -12,7 +12,8 @@ over a vector.
   Nature paper: 32 8x8 stride 4, 64 4x4 stride 2, 64 3x3 stride 1, each with a ReLU.
 
 Images come channels first ``(C, H, W)`` or last ``(H, W, C)``: an encoder reads a shape whose
-last side is smaller than its first as channels last and permutes it.
+last side is smaller than its first as channels last and permutes it; a shape whose first and
+last sides are equal (MinAtar Seaquest's ``(10, 10, 10)``) is refused, not guessed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ LARGE_IMAGE_SIDE = 36
 
 
 def image_layout(shape: tuple[int, ...]) -> tuple[int, int, int, bool]:
-    """``(channels, height, width, channels_last)`` of an image ``shape``."""
+    """``(channels, height, width, channels_last)`` of an image ``shape``: the smaller of its
+    first and last sides holds the channels. Equal ones cannot be told apart: refused here, and
+    by :func:`~rlkit.core.spaces.obs_spec` naming the env."""
+    if shape[0] == shape[-1]:
+        raise ValueError(f"an image of shape {tuple(shape)} has equal first and last sides: "
+                         f"which holds the channels cannot be told. Fix: give it channels first "
+                         f"(C, H, W) with C != W.")
     channels_last = shape[-1] < shape[0]
     c, h, w = (shape[2], shape[0], shape[1]) if channels_last else shape
     return int(c), int(h), int(w), channels_last

@@ -66,6 +66,13 @@ def obs_spec(space: gym.Space, env_id: str = "the env", algorithm: str = "this a
             f"{env_id} returns images of shape {shape} ({space.dtype}). Fix: use an algorithm "
             f"that takes images (DQN, Ape-X DQN, IMPALA, PPO, APPO), or extend this one with "
             f"an encoder (rlkit.core.networks.encoded_mlp).")
+    if len(shape) == 3 and shape[0] == shape[2]:
+        raise ValueError(
+            f"{env_id} returns images of shape {tuple(shape)}: its first and last sides are equal, "
+            f"so which one holds the channels cannot be told from the shape (rlkit reads the "
+            f"smaller of the two as the channels). Fix: make the env return frames channels "
+            f"first, (C, H, W) with C != W, e.g. with gymnasium.wrappers.TransformObservation "
+            f"and a transpose (2, 0, 1) for channels-last frames.")
     dtype = np.dtype(space.dtype)
     if dtype.kind == "f":
         return ObsSpec(tuple(shape), np.dtype(np.float32))
