@@ -54,8 +54,8 @@ def test_an_image_whose_channels_cannot_be_told_from_its_shape_is_refused(shape)
                                          r": its first and last sides are equal.*Fix: make the "
                                          r"env return frames channels first"):
         obs_spec(gym.spaces.Box(0, 1, shape, np.uint8), "seaquest")
-    with pytest.raises(ValueError, match=r"equal first and last sides.*Fix"):
-        make_encoder(ObsSpec(shape, np.dtype(np.uint8)))
+    with pytest.raises(ValueError, match=r"first and last sides are equal.*Fix"):
+        make_encoder(ObsSpec(shape, np.dtype(np.uint8)))  # a spec made by hand: the same rule
 
 
 def test_a3c_refuses_frames_before_any_actor_starts():

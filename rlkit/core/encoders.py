@@ -21,24 +21,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rlkit.core.spaces import ObsSpec, as_obs_spec
+from rlkit.core.spaces import ObsSpec, as_obs_spec, image_layout
 
 #: An image whose smaller side is at least this gets :class:`NatureConv` (the smallest input
 #: its three convolutions fit: 36 -> 8 -> 3 -> 1).
 LARGE_IMAGE_SIDE = 36
-
-
-def image_layout(shape: tuple[int, ...]) -> tuple[int, int, int, bool]:
-    """``(channels, height, width, channels_last)`` of an image ``shape``: the smaller of its
-    first and last sides holds the channels. Equal ones cannot be told apart: refused here, and
-    by :func:`~rlkit.core.spaces.obs_spec` naming the env."""
-    if shape[0] == shape[-1]:
-        raise ValueError(f"an image of shape {tuple(shape)} has equal first and last sides: "
-                         f"which holds the channels cannot be told. Fix: give it channels first "
-                         f"(C, H, W) with C != W.")
-    channels_last = shape[-1] < shape[0]
-    c, h, w = (shape[2], shape[0], shape[1]) if channels_last else shape
-    return int(c), int(h), int(w), channels_last
 
 
 class Flat(nn.Module):

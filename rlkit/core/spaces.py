@@ -49,6 +49,24 @@ def as_obs_spec(obs: int | ObsSpec) -> ObsSpec:
     return obs if isinstance(obs, ObsSpec) else ObsSpec((int(obs),), np.dtype(np.float32))
 
 
+def image_layout(shape: tuple[int, ...], env_id: str = "the env"
+                 ) -> tuple[int, int, int, bool]:
+    """``(channels, height, width, channels_last)`` of an image ``shape``: the smaller of its
+    first and last sides holds the channels. Equal ones cannot be told apart: a ``ValueError``
+    naming ``env_id`` and the fix (MinAtar Seaquest's ``(10, 10, 10)`` would otherwise be read
+    channels first without a word)."""
+    if shape[0] == shape[-1]:
+        raise ValueError(
+            f"{env_id} returns images of shape {tuple(shape)}: its first and last sides are equal, "
+            f"so which one holds the channels cannot be told from the shape (rlkit reads the "
+            f"smaller of the two as the channels). Fix: make the env return frames channels "
+            f"first, (C, H, W) with C != W, e.g. with gymnasium.wrappers.TransformObservation "
+            f"and a transpose (2, 0, 1) for channels-last frames.")
+    channels_last = shape[-1] < shape[0]
+    c, h, w = (shape[2], shape[0], shape[1]) if channels_last else shape
+    return int(c), int(h), int(w), channels_last
+
+
 def obs_spec(space: gym.Space, env_id: str = "the env", algorithm: str = "this algorithm",
              images: bool = True) -> ObsSpec:
     """The :class:`ObsSpec` of an observation ``space``, or a ``ValueError`` naming ``env_id``
@@ -66,13 +84,8 @@ def obs_spec(space: gym.Space, env_id: str = "the env", algorithm: str = "this a
             f"{env_id} returns images of shape {shape} ({space.dtype}). Fix: use an algorithm "
             f"that takes images (DQN, Ape-X DQN, IMPALA, PPO, APPO), or extend this one with "
             f"an encoder (rlkit.core.networks.encoded_mlp).")
-    if len(shape) == 3 and shape[0] == shape[2]:
-        raise ValueError(
-            f"{env_id} returns images of shape {tuple(shape)}: its first and last sides are equal, "
-            f"so which one holds the channels cannot be told from the shape (rlkit reads the "
-            f"smaller of the two as the channels). Fix: make the env return frames channels "
-            f"first, (C, H, W) with C != W, e.g. with gymnasium.wrappers.TransformObservation "
-            f"and a transpose (2, 0, 1) for channels-last frames.")
+    if len(shape) == 3:
+        image_layout(shape, env_id)  # (refuses a shape whose channels cannot be told)
     dtype = np.dtype(space.dtype)
     if dtype.kind == "f":
         return ObsSpec(tuple(shape), np.dtype(np.float32))

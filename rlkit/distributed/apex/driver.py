@@ -132,7 +132,7 @@ class ApexRun(DriverRun):
         self.weights_steps = 0  # env steps collected when the learner sent ``weights``
         self.histograms: list[tuple[int, np.ndarray]] = []
         self.histogram_every = max(1, self.cfg.eval_every // HISTOGRAMS_PER_EVAL)
-        self.next_histogram = (self.env_steps // self.histogram_every + 1) * self.histogram_every
+        self.histogram_mark = self.env_steps // self.histogram_every  # multiples passed so far
         self.parked: dict[int, float] = {}  # worker -> when it started waiting
         self.parked_seconds = 0.0
         self.learner_busy = self.evaluating = False
@@ -251,9 +251,9 @@ class ApexRun(DriverRun):
         if not self.evaluating and self.weights and evaluation_due(
                 self.weights_steps, self.history.eval_steps, cfg.eval_every):
             self.launch_evaluation()
-        if self.env_steps >= self.next_histogram:
+        if self.env_steps // self.histogram_every > self.histogram_mark:
+            self.histogram_mark = self.env_steps // self.histogram_every
             self.histograms.append((self.env_steps, self.priority_histogram()))
-            self.next_histogram = (self.env_steps // self.histogram_every + 1) * self.histogram_every
 
     def launch_evaluation(self) -> None:
         """Evaluate the weights of the latest learner report, logged at the env steps they had
