@@ -110,7 +110,7 @@ PATTERNS: tuple[Pattern, ...] = (
             "acting policy, V-trace targets", "09_pixels", "appo_env_steps", "appo_wall_seconds",
             "a learner with its own fast device (a GPU) and actors with cores of their own",
             "RLlib `APPOConfig` on Atari; Espeholt et al., 2018"),
-    Pattern("09", "IMPALA from pixels on Ray", "Breakout-MinAtar",
+    Pattern("09", "IMPALA from pixels on Ray, 1 worker", "Breakout-MinAtar",
             "uint8 fragments to the learner; weights to the actors", "on, V-trace corrected",
             "09_pixels", "impala_env_steps", "impala_wall_seconds",
             "a learner cheap per frame: the actors set the pace, up to the cores they have",
