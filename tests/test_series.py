@@ -45,5 +45,33 @@ def test_every_row_reads_a_results_file_and_keys_its_notebook_writes():
                          if c["cell_type"] == "code")
         assert re.search(rf'save_results\(\s*"{pattern.results}"', code), (pattern.name,
                                                                              notebook.name)
-        for key in (pattern.env_steps, pattern.seconds):
+        for key in (pattern.env_steps, pattern.seconds) + ((pattern.pace,) if pattern.pace else ()):
             assert f'"{key.split("/")[0]}"' in code, (pattern.name, key)
+        if pattern.pace:
+            assert '"pace": ' in code and ".pace(" in code, pattern.name
+
+
+def test_a_run_that_saved_its_pace_says_which_side_limited_and_a_missing_number_reads_dash():
+    """Which side limits is read from the run's own results, never written into the map; a
+    notebook that ran but has no number for a row (a benchmark absent) shows "-", not "run 09"."""
+    pixels = {"dqn_env_steps": 20_000, "dqn_wall_seconds": 56.0, "ppo_env_steps": 70_692,
+              "ppo_wall_seconds": 23.0, "appo_env_steps": 131_232, "appo_wall_seconds": 50.0,
+              "impala_env_steps": 121_906, "impala_wall_seconds": 19.0,
+              "apex_env_steps": None, "apex_wall_seconds": None,
+              "on_ray": {"APPO, 2 workers": {"pace": "learner"},
+                         "IMPALA, 1 worker": {"pace": "actors"}}}
+    rows = {r["name"]: r for r in series_rows({"09_pixels": pixels}) if r["notebook"] == "09"}
+    assert rows["APPO from pixels on Ray"]["limits"].endswith("; this run: the learner")
+    assert rows["IMPALA from pixels on Ray, 1 worker"]["limits"].endswith("; this run: the actors")
+    assert "this run" not in rows["DQN from pixels, one process"]["limits"]
+    table = series_table(list(rows.values()))
+    (apex,) = [line for line in table.splitlines() if "Ape-X DQN from pixels" in line]
+    assert apex.endswith("| - | - |")
+    assert "| 121,906 | 19.0 |" in table and "run 09" not in table
+    older = {k: v for k, v in pixels.items() if k not in ("on_ray", "apex_env_steps")}
+    rows_older = {r["name"]: r for r in series_rows({"09_pixels": older})}  # an older notebook's
+    assert "this run" not in rows_older["APPO from pixels on Ray"]["limits"]
+    assert rows_older["Ape-X DQN from pixels on Ray, 2 workers (the benchmark's run)"][
+        "env_steps"] is None
+    limits = series_table(list(rows.values()), ("pattern", "limits"))
+    assert "which side limits" in limits.splitlines()[0] and "this run: the learner" in limits
