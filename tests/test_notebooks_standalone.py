@@ -65,7 +65,14 @@ OWN_STATE = {
                    "pendulum": run(env_steps=80_000)},
     "09": lambda: {"SEED": 0, "dqn_run": run(env_steps=20_000), "ppo_run": run(env_steps=60_000),
                    "appo_run": run(env_steps=100_000),
-                   "impala_runs": {1: run(env_steps=250_000), 2: run(env_steps=280_000)}},
+                   "impala_runs": {1: run(env_steps=250_000), 2: run(env_steps=120_000)},
+                   "apex_two": {"frames": 20_002, "minutes": 1.28},
+                   "on_ray": {"APPO, 2 workers": types.SimpleNamespace(num_workers=2),
+                              "IMPALA, 1 worker": types.SimpleNamespace(num_workers=1)},
+                   "rows": {"APPO, 2 workers": run(pace=lambda n: types.SimpleNamespace(
+                                limit="learner")),
+                            "IMPALA, 1 worker": run(pace=lambda n: types.SimpleNamespace(
+                                limit="actors"))}},
 }
 #: Trainers a results-reading cell calls (it may import them itself), replaced by stand-ins
 #: that return at once: the fallbacks that train what another notebook would have saved, and
@@ -85,7 +92,10 @@ OWN_RESULTS = {
     "09": {"09_pixels": {"dqn_env_steps": 20_000, "dqn_wall_seconds": 90.0,
                          "ppo_env_steps": 60_000, "ppo_wall_seconds": 30.0,
                          "appo_env_steps": 100_000, "appo_wall_seconds": 60.0,
-                         "impala_env_steps": 280_000, "impala_wall_seconds": 40.0, "seed": 0}},
+                         "impala_env_steps": 250_000, "impala_wall_seconds": 40.0,
+                         "apex_env_steps": 20_002, "apex_wall_seconds": 76.8,
+                         "on_ray": {"APPO, 2 workers": {"pace": "learner"},
+                                    "IMPALA, 1 worker": {"pace": "actors"}}, "seed": 0}},
 }
 
 
