@@ -177,9 +177,9 @@ def render(results: Path, timing: dict) -> str:
             f"workers at "
             f"{appo['env_steps']:,}, {appo['wall_seconds']:.0f} s, "
             f"{appo['frames_per_second'] / ceiling:.2f}x the rollout ceiling{_pace(appo)}; "
-            f"IMPALA 2 workers at {two['env_steps']:,}, {two['wall_seconds']:.0f} s, "
-            f"{two['frames_per_second'] / ceiling:.2f}x{_pace(two)} (1 worker "
-            f"{one['frames_per_second'] / ceiling:.2f}x); a fragment "
+            f"IMPALA 1 worker at {one['env_steps']:,}, {one['wall_seconds']:.0f} s, "
+            f"{one['frames_per_second'] / ceiling:.2f}x{_pace(one)} (2 workers, a fixed "
+            f"{two['env_steps']:,} frames: {two['frames_per_second'] / ceiling:.2f}x); a fragment "
             f"{nb09['fragment_bytes']:,} bytes ("
             f"{nb09['fragment_bytes_float32'] / nb09['fragment_bytes']:.1f}x as float32) |")
     out = lines + [""]
