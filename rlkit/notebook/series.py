@@ -152,7 +152,8 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-_PACE_WORDS = {"learner": "the learner", "actors": "the actors", "neither": "neither side"}
+#: How the map words a run's verdict (:attr:`rlkit.train.impala.Pace.limit`).
+PACE_WORDS = {"learner": "the learner", "actors": "the actors", "neither": "neither side"}
 
 
 def _lookup(result: Mapping[str, Any], key: str) -> Any:
@@ -183,8 +184,8 @@ def series_rows(saved: Mapping[str, Mapping[str, Any]], up_to: str = "99"
         if result is not None:
             row["env_steps"], row["seconds"] = _lookup(result, p.env_steps), _lookup(
                 result, p.seconds)
-            if p.pace and (verdict := _lookup(result, p.pace)) in _PACE_WORDS:
-                row["limits"] += f"; this run: {_PACE_WORDS[verdict]}"
+            if p.pace and (verdict := _lookup(result, p.pace)) in PACE_WORDS:
+                row["limits"] += f"; this run: {PACE_WORDS[verdict]}"
         rows.append(row)
     first_met = {task: i for i, task in enumerate(dict.fromkeys(p.task for p in PATTERNS))}
     return sorted(rows, key=lambda row: first_met[row["task"]])  # (stable: notebook order kept)
